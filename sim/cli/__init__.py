@@ -1,0 +1,1 @@
+"""Command-line front end: thin wrappers over functions that tests can call directly."""

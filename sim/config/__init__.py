@@ -1,0 +1,56 @@
+"""Typed configuration: YAML -> dataclasses, with errors that name the bad key or file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from sim.config.loader import (
+    ConfigError,
+    apply_overrides,
+    config_hash,
+    from_dict,
+    read_yaml,
+    to_dict,
+)
+from sim.config.schema import (
+    ArrivalConfig,
+    ClusterConfig,
+    OutputConfig,
+    PriorityConfig,
+    SchedulerConfig,
+    SimulationConfig,
+    SyntheticLengthsConfig,
+    WorkloadConfig,
+)
+
+
+def load_config(
+    path: str | Path | None = None, overrides: Iterable[str] = (), base: dict | None = None
+) -> SimulationConfig:
+    """Load a run config from YAML (or ``base``) and apply ``key=value`` overrides."""
+    data = read_yaml(path) if path is not None else dict(base or {})
+    data = apply_overrides(data, list(overrides))
+    try:
+        return from_dict(SimulationConfig, data)
+    except ConfigError as exc:
+        if path is not None:
+            raise ConfigError(f"{path}: {exc}") from None
+        raise
+
+
+__all__ = [
+    "ArrivalConfig",
+    "ClusterConfig",
+    "ConfigError",
+    "OutputConfig",
+    "PriorityConfig",
+    "SchedulerConfig",
+    "SimulationConfig",
+    "SyntheticLengthsConfig",
+    "WorkloadConfig",
+    "config_hash",
+    "from_dict",
+    "load_config",
+    "to_dict",
+]
