@@ -79,6 +79,10 @@ class ArrivalConfig:
             f"rate: required for the {self.process} arrival process",
         )
         _require(self.cv > 0, f"cv: must be > 0, got {self.cv}")
+        _require(
+            self.process == "gamma" or self.cv == 1.0,
+            f"cv: only the gamma arrival process takes a CV (got {self.cv} with {self.process!r})",
+        )
 
 
 @dataclass
@@ -118,9 +122,9 @@ class WorkloadConfig:
     """Where requests come from: a length table, a timestamped trace, or a generator."""
 
     source: Literal["lengths", "timestamped", "synthetic"] = "lengths"
-    trace: Optional[str] = "traces/sharegpt/sharegpt_gpt4_first_turn.csv"
+    trace: Optional[str] = "traces/sharegpt/sharegpt_v3_first_turn.csv"
     format: Literal["auto", "lengths", "burstgpt", "azure"] = "auto"
-    num_requests: Optional[int] = 2000  # None: the whole trace
+    num_requests: Optional[int] = 2000  # None: the whole trace (required for synthetic)
     arrival: ArrivalConfig = field(default_factory=ArrivalConfig)
     synthetic: SyntheticLengthsConfig = field(default_factory=SyntheticLengthsConfig)
     priority: PriorityConfig = field(default_factory=PriorityConfig)
@@ -131,6 +135,10 @@ class WorkloadConfig:
         _require(
             self.num_requests is None or self.num_requests >= 1,
             f"num_requests: must be >= 1, got {self.num_requests}",
+        )
+        _require(
+            self.source != "synthetic" or self.num_requests is not None,
+            "num_requests: required for source 'synthetic' (a generator has no end)",
         )
         _require(
             self.source == "synthetic" or bool(self.trace),
