@@ -1,0 +1,38 @@
+"""Request streams: trace readers, synthetic generators and priority samplers.
+
+This package knows nothing about instances; it turns (``WorkloadConfig``, seed) into a
+``Workload`` — arrival times, prompt and output lengths, and a tier for every request.
+"""
+
+from sim.workload.arrivals import renewal_arrivals, replay_arrivals
+from sim.workload.build import Workload, build_workload, resolve_trace_path
+from sim.workload.priority import sample_tiers, tier_weights
+from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
+from sim.workload.traces import (
+    TraceError,
+    detect_format,
+    read_azure,
+    read_burstgpt,
+    read_lengths_table,
+    read_trace,
+    summarise,
+)
+
+__all__ = [
+    "LENGTH_CLASSES",
+    "TraceError",
+    "Workload",
+    "build_workload",
+    "detect_format",
+    "power_law_lengths",
+    "read_azure",
+    "read_burstgpt",
+    "read_lengths_table",
+    "read_trace",
+    "renewal_arrivals",
+    "replay_arrivals",
+    "resolve_trace_path",
+    "sample_tiers",
+    "summarise",
+    "tier_weights",
+]

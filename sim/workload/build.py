@@ -1,0 +1,170 @@
+"""From a ``WorkloadConfig`` and a seed to the request stream a run replays.
+
+Which requests (``num_requests``):
+
+* length table: N rows drawn with the seed — without replacement while N fits the table,
+  with replacement beyond it; ``None`` takes every row (in a seeded order).
+* timestamped trace: the first N requests by time (stable for equal stamps); asking for
+  more than the trace holds is an error, since a recorded clock cannot be resampled.
+* synthetic: N requests from the power-law generator (N is required).
+
+Each random part (row draw, input lengths, output lengths, arrivals, tiers) has its own
+generator seeded from (seed, part), so changing e.g. the tier sampler leaves the lengths and
+arrivals of a run unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sim.config import ConfigError, WorkloadConfig
+from sim.workload.arrivals import renewal_arrivals, replay_arrivals
+from sim.workload.priority import sample_tiers
+from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
+from sim.workload.traces import TraceError, read_trace
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the parent of the ``sim`` package
+
+_ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS = range(5)
+
+
+def _rng(seed: int, part: int) -> np.random.Generator:
+    return np.random.default_rng([seed, part])
+
+
+def _frozen(values: np.ndarray, dtype: type) -> np.ndarray:
+    array = np.array(values, dtype=dtype)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The requests of one run, as parallel arrays (request i = index i), read-only."""
+
+    arrival: np.ndarray  # float64 seconds, non-decreasing, >= 0
+    prompt_tokens: np.ndarray  # int64 >= 1
+    output_tokens: np.ndarray  # int64 >= 1
+    tier: np.ndarray  # int64 in [0, K)
+    description: str  # one line for summaries
+
+    def __post_init__(self) -> None:
+        for name, dtype in (
+            ("arrival", np.float64),
+            ("prompt_tokens", np.int64),
+            ("output_tokens", np.int64),
+            ("tier", np.int64),
+        ):
+            object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
+        n = len(self.arrival)
+        if any(len(a) != n for a in (self.prompt_tokens, self.output_tokens, self.tier)):
+            raise ValueError("workload arrays differ in length")
+        if n and (self.arrival[0] < 0 or np.any(np.diff(self.arrival) < 0)):
+            raise ValueError("arrivals must start at >= 0 and never decrease")
+        if n and (self.prompt_tokens.min() < 1 or self.output_tokens.min() < 1):
+            raise ValueError("every request needs >= 1 prompt and >= 1 output token")
+        if n and self.tier.min() < 0:
+            raise ValueError("tiers must be >= 0")
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per request, indexed by request id (for exports and notebooks)."""
+        frame = pd.DataFrame(
+            {
+                "arrival": self.arrival,
+                "prompt_tokens": self.prompt_tokens,
+                "output_tokens": self.output_tokens,
+                "tier": self.tier,
+            }
+        )
+        frame.index.name = "request_id"
+        return frame
+
+
+def resolve_trace_path(trace: str, root: Path | None = None) -> Path:
+    """A relative path is tried against ``root`` (default: the current directory), then the repo."""
+    path = Path(trace).expanduser()
+    candidates = [path] if path.is_absolute() else [(root or Path.cwd()) / path, REPO_ROOT / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = " and ".join(str(c) for c in candidates)
+    raise TraceError(f"{trace}: trace file not found (looked at {looked})")
+
+
+def _select_rows(table: pd.DataFrame, cfg: WorkloadConfig, seed: int, path: Path) -> pd.DataFrame:
+    n = cfg.num_requests
+    if cfg.source == "timestamped":
+        if "timestamp" not in table.columns:
+            raise TraceError(
+                f"{path}: source 'timestamped' needs timestamps; this is a length table"
+            )
+        if n is not None and n > len(table):
+            raise ConfigError(
+                f"workload.num_requests: {n} requested, but {path} has {len(table)} requests"
+            )
+        return table.sort_values("timestamp", kind="stable").head(n)
+    n = len(table) if n is None else n
+    rows = _rng(seed, _ROWS).choice(len(table), size=n, replace=n > len(table))
+    return table.iloc[rows]
+
+
+def _describe_arrivals(cfg: WorkloadConfig) -> str:
+    arrival = cfg.arrival
+    if arrival.process == "trace":
+        return "recorded arrivals" + (
+            f" time-scaled to {arrival.rate:g} req/s" if arrival.rate is not None else ""
+        )
+    if arrival.process == "gamma":
+        return f"Gamma arrivals at {arrival.rate:g} req/s, CV {arrival.cv:g}"
+    return f"Poisson arrivals at {arrival.rate:g} req/s"
+
+
+def _requests(
+    cfg: WorkloadConfig, seed: int, root: Path | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+    """Prompt and output lengths, recorded timestamps (timestamped source only), a label."""
+    if cfg.source == "synthetic":
+        n, cap = int(cfg.num_requests), cfg.synthetic.max_tokens
+        lengths = [
+            power_law_lengths(_rng(seed, part), n, *LENGTH_CLASSES[size], cap)
+            for part, size in ((_INPUT, cfg.synthetic.input), (_OUTPUT, cfg.synthetic.output))
+        ]
+        label = f"synthetic {cfg.synthetic.input}-{cfg.synthetic.output} power-law lengths"
+        return lengths[0], lengths[1], None, f"{label} (cap {cap})"
+    path = resolve_trace_path(str(cfg.trace), root)
+    table = read_trace(path, cfg.format, cfg.burstgpt_model, cfg.burstgpt_log_type)
+    chosen = _select_rows(table, cfg, seed, path)
+    timestamps = chosen["timestamp"].to_numpy() if cfg.source == "timestamped" else None
+    return (
+        chosen["prompt_tokens"].to_numpy(),
+        chosen["output_tokens"].to_numpy(),
+        timestamps,
+        f"{cfg.trace} ({len(table)} usable rows)",
+    )
+
+
+def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> Workload:
+    """The request stream of a run: a pure function of (``cfg``, ``seed``) and the trace file."""
+    if seed < 0:
+        raise ConfigError(f"seed: must be >= 0, got {seed}")
+    prompt, output, timestamps, source = _requests(cfg, seed, root)
+    n = len(prompt)
+    if cfg.arrival.process == "trace":
+        arrival = replay_arrivals(timestamps, cfg.arrival.rate)
+    else:
+        arrival = renewal_arrivals(_rng(seed, _ARRIVALS), n, cfg.arrival.rate, cfg.arrival.cv)
+    priority = cfg.priority
+    tier = sample_tiers(_rng(seed, _TIERS), n, priority)
+    share = f" ({priority.high_share:g} in tier 0)" if priority.sampler == "share" else ""
+    description = (
+        f"{source}; {_describe_arrivals(cfg)}; {n} requests; "
+        f"tiers: {priority.sampler}{share}, K={priority.tiers}; seed {seed}"
+    )
+    return Workload(arrival, prompt, output, tier, description)
