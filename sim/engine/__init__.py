@@ -1,0 +1,1 @@
+"""Discrete-event kernel (simpy): clock, processes, wiring; no policy."""

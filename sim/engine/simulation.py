@@ -1,0 +1,296 @@
+"""The discrete-event kernel: wires workload, llumlets and the global scheduler on simpy.
+
+Processes: one arrival process, one step loop per instance (form batch -> replica-model time
+-> apply), and one periodic process that collects load reports for the global scheduler and
+samples instance time series. Policy lives elsewhere; this module only advances time.
+"""
+
+from __future__ import annotations
+
+import time as wallclock
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import simpy
+
+from sim.cluster import DispatchInfo, GlobalScheduler, make_scheduler
+from sim.config import ConfigError, SimulationConfig
+from sim.instance.llumlet import BatchTimer, Llumlet, LlumletLimits
+from sim.instance.request import Request
+
+
+@dataclass
+class InstanceRuntime:
+    """An instance's llumlet plus its life in the simulation."""
+
+    llumlet: Llumlet
+    started_at: float
+    stopped_at: Optional[float] = None
+    wake: Optional[simpy.Event] = None
+    process: Optional[simpy.Process] = None
+
+    @property
+    def alive(self) -> bool:
+        return self.stopped_at is None
+
+
+@dataclass
+class SimulationResult:
+    """Everything a run produced; ``sim.metrics`` turns it into tables, summaries and plots."""
+
+    config: SimulationConfig
+    requests: list[Request]
+    instance_samples: list[tuple]
+    cluster_samples: list[tuple]
+    instance_lifetimes: dict[int, tuple[float, float]]
+    end_time: float
+    wall_seconds: float
+    capacity_blocks: int
+    workload_description: str
+    interrupted: bool = False
+    batches: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+INSTANCE_SAMPLE_COLUMNS = (
+    "time",
+    "instance",
+    "used_blocks",
+    "reserved_blocks",
+    "free_blocks",
+    "queue_length",
+    "running",
+    "freeness_full",
+    "freeness_normal",
+    "draining",
+)
+CLUSTER_SAMPLE_COLUMNS = ("time", "instances", "free_blocks", "fragmented_blocks", "queued")
+
+
+class Simulation:
+    """One run. ``replica_model`` and ``workload`` may be injected (tests, benchmarks)."""
+
+    def __init__(
+        self,
+        config: SimulationConfig,
+        replica_model: BatchTimer | None = None,
+        workload=None,
+        root: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.env = simpy.Environment()
+        self.model = replica_model if replica_model is not None else _load_model(config)
+        self.workload = workload if workload is not None else _load_workload(config, root)
+        self.scheduler: GlobalScheduler = make_scheduler(config.scheduler)
+        cluster = config.cluster
+        capacity = cluster.kv_capacity_blocks or self.model.kv_capacity_blocks
+        tiers = max(config.workload.priority.tiers, int(self.workload.tier.max(initial=0)) + 1)
+        self.limits = LlumletLimits(
+            capacity_blocks=capacity,
+            block_size=cluster.block_size,
+            max_batched_tokens=cluster.max_batched_tokens,
+            max_batch_size=cluster.max_batch_size,
+            watermark_blocks=int(cluster.watermark_fraction * capacity),
+            tiers=tiers,
+        )
+        self.instances: dict[int, InstanceRuntime] = {}
+        self.requests: list[Request] = []
+        self.done_count = 0
+        self.all_done = self.env.event()
+        self.instance_samples: list[tuple] = []
+        self.cluster_samples: list[tuple] = []
+        self.batches = 0
+        self.check_every_step = False  # tests: verify block conservation after every iteration
+        self._done = bytearray(len(self.workload))
+        for _ in range(cluster.instances):
+            self.add_instance()
+
+    # ------------------------------------------------------------------ instances
+    def add_instance(self) -> int:
+        """Start a new instance (initial cluster or scale-out) and let it receive work."""
+        instance_id = len(self.instances)
+        llumlet = Llumlet(
+            instance_id,
+            self.limits,
+            self.model,
+            clock=lambda: self.env.now,
+            on_done=self._request_done,
+        )
+        runtime = InstanceRuntime(llumlet=llumlet, started_at=self.env.now)
+        self.instances[instance_id] = runtime
+        runtime.process = self.env.process(self._instance_loop(runtime))
+        self.scheduler.add_instance(instance_id)
+        return instance_id
+
+    def live_instances(self) -> list[InstanceRuntime]:
+        return [runtime for runtime in self.instances.values() if runtime.alive]
+
+    def wake(self, runtime: InstanceRuntime) -> None:
+        """Resume an idle instance's step loop after work arrived."""
+        if runtime.wake is not None and not runtime.wake.triggered:
+            runtime.wake.succeed()
+
+    def _instance_loop(self, runtime: InstanceRuntime):
+        llumlet = runtime.llumlet
+        env = self.env
+        while True:
+            batch = llumlet.next_batch()
+            if batch is None:
+                llumlet.busy = False
+                runtime.wake = env.event()
+                yield runtime.wake
+                runtime.wake = None
+                continue
+            llumlet.busy = True
+            yield env.timeout(llumlet.iteration_time(batch))
+            llumlet.complete(batch)
+            self.batches += 1
+            if self.check_every_step:
+                llumlet.check()
+
+    # ------------------------------------------------------------------ requests
+    def _arrivals(self):
+        workload = self.workload
+        env = self.env
+        arrivals = workload.arrival.tolist()
+        prompts = workload.prompt_tokens.tolist()
+        outputs = workload.output_tokens.tolist()
+        tiers = workload.tier.tolist()
+        for index, arrival in enumerate(arrivals):
+            if arrival > env.now:
+                yield env.timeout(arrival - env.now)
+            request = Request(index, arrival, prompts[index], outputs[index], tiers[index])
+            self.requests.append(request)
+            self.dispatch(request)
+
+    def dispatch(self, request: Request) -> None:
+        demand = -(-request.seq_len // self.limits.block_size)
+        target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
+        runtime = self.instances[target]
+        runtime.llumlet.enqueue(request)
+        self.wake(runtime)
+
+    def _request_done(self, request: Request) -> None:
+        if self._done[request.id]:
+            raise AssertionError(f"request {request.id} ended twice")
+        self._done[request.id] = 1
+        self.done_count += 1
+        if self.done_count == len(self.workload) and not self.all_done.triggered:
+            self.all_done.succeed()
+
+    # ------------------------------------------------------------------ periodic work
+    def _load_reports(self, progress: Callable[[float], None] | None):
+        interval = self.config.scheduler.load_report_interval
+        sample_every = self.config.output.timeseries_interval
+        next_sample = 0.0
+        scheduler = self.scheduler
+        while True:
+            now = self.env.now
+            reports = {
+                runtime.llumlet.id: runtime.llumlet.report() for runtime in self.live_instances()
+            }
+            scheduler.observe(reports)
+            if now >= next_sample:
+                self._sample(reports)
+                next_sample = now + sample_every
+                if progress is not None:
+                    progress(now)
+            yield self.env.timeout(interval)
+
+    def _sample(self, reports) -> None:
+        now = self.env.now
+        free_total = 0
+        queued = 0
+        blocked_demands = []
+        for runtime in self.live_instances():
+            llumlet = runtime.llumlet
+            report = reports[llumlet.id]
+            free = report.free_blocks
+            free_total += free
+            queued += report.num_waiting
+            if llumlet.head_blocked_by_memory:
+                blocked_demands.append(report.head_demand_blocks)
+            self.instance_samples.append(
+                (
+                    now,
+                    llumlet.id,
+                    report.used_blocks,
+                    report.reserved_blocks,
+                    free,
+                    report.num_waiting,
+                    report.num_running,
+                    report.freeness_full,
+                    report.freeness_normal,
+                    report.draining,
+                )
+            )
+        # fragmentation: free memory that, pooled, would admit a request queued for lack of blocks
+        fragmented = free_total if any(d <= free_total for d in blocked_demands) else 0
+        self.cluster_samples.append(
+            (now, len(reports), free_total, fragmented, queued)
+        )
+
+    # ------------------------------------------------------------------ run
+    def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
+        """Simulate until every request finished or aborted (or the time limit)."""
+        started = wallclock.perf_counter()
+        env = self.env
+        env.process(self._arrivals())
+        env.process(self._load_reports(progress))
+        stop = self.all_done
+        if self.config.time_limit is not None:
+            stop = env.any_of([self.all_done, env.timeout(self.config.time_limit)])
+        interrupted = False
+        try:
+            if len(self.workload):
+                env.run(until=stop)
+        except KeyboardInterrupt:
+            interrupted = True
+        end = env.now
+        lifetimes = {
+            instance_id: (runtime.started_at, runtime.stopped_at if runtime.stopped_at is not None else end)
+            for instance_id, runtime in self.instances.items()
+        }
+        return SimulationResult(
+            config=self.config,
+            requests=self.requests,
+            instance_samples=self.instance_samples,
+            cluster_samples=self.cluster_samples,
+            instance_lifetimes=lifetimes,
+            end_time=end,
+            wall_seconds=wallclock.perf_counter() - started,
+            capacity_blocks=self.limits.capacity_blocks,
+            workload_description=self.workload.description,
+            interrupted=interrupted,
+            batches=self.batches,
+        )
+
+    def check(self) -> None:
+        """Conservation checks on every instance (tests call this between steps)."""
+        for runtime in self.instances.values():
+            runtime.llumlet.check()
+
+
+def _load_model(config: SimulationConfig) -> BatchTimer:
+    from sim.hardware import UnknownHardwareError, load_replica_model
+
+    cluster = config.cluster
+    try:
+        return load_replica_model(
+            cluster.model,
+            cluster.device,
+            cluster.tensor_parallel,
+            block_size=cluster.block_size,
+            gpu_memory_utilization=cluster.gpu_memory_utilization,
+            max_batched_tokens=cluster.max_batched_tokens,
+            kv_capacity_blocks=cluster.kv_capacity_blocks,
+        )
+    except UnknownHardwareError as exc:
+        raise ConfigError(f"cluster: {exc}") from None
+
+
+def _load_workload(config: SimulationConfig, root: Path | None):
+    from sim.workload import build_workload
+
+    return build_workload(config.workload, config.seed, root)

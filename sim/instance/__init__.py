@@ -1,0 +1,1 @@
+"""The llumlet: local scheduler, KV accounting, virtual usage, migration coordinator."""

@@ -1,0 +1,357 @@
+"""The llumlet's local scheduler: vLLM-style continuous batching over paged KV blocks.
+
+Semantics (vLLM 0.2, which Llumnix builds on):
+* an iteration is either a prefill batch (waiting requests admitted FCFS while the token
+  budget, the batch-size cap and ``free - watermark`` blocks allow) or a decode step of every
+  running request; prefills go first whenever one can be admitted;
+* blocks persist and grow: a request needs ``ceil((prompt + generated) / block_size)`` blocks
+  before each iteration, so it takes one more block every ``block_size`` decode steps;
+* when a running request cannot get its next block, the most recently admitted running
+  request is preempted by recompute: its blocks are freed and it goes back to the head of the
+  queue, to be prefilled again over ``prompt + generated`` tokens.
+
+Speed: a decode step does not touch every running request. Each request's progress is kept
+lazily (``generated = base_generated + iterations since it joined``), and the two things that
+can happen to it — needing a block, finishing — are put on a calendar keyed by the decode
+iteration at which they happen. A step costs O(events due), not O(batch size).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, Sequence
+
+from sim.instance.blocks import BlockLedger
+from sim.instance.load import LoadReport
+from sim.instance.request import Request, RequestState
+from sim.instance.virtual_usage import freeness_views
+
+
+class BatchTimer(Protocol):
+    """What the llumlet needs from the replica model (``sim.hardware.ReplicaModel``)."""
+
+    def batch_time(
+        self, prefills: Sequence[tuple[int, int]], num_decodes: int, decode_kv_tokens: int
+    ) -> float: ...
+
+
+@dataclass(frozen=True)
+class LlumletLimits:
+    """Per-instance vLLM limits."""
+
+    capacity_blocks: int
+    block_size: int = 16
+    max_batched_tokens: int = 12800
+    max_batch_size: int = 256
+    watermark_blocks: int = 0
+    tiers: int = 1
+
+
+class Batch:
+    """One iteration: a prefill of ``requests``, or a decode step of the running batch."""
+
+    __slots__ = ("is_prefill", "requests", "prefill_tokens", "num_decodes", "kv_tokens")
+
+    def __init__(
+        self,
+        requests: list[Request],
+        prefill_tokens: list[int],
+        num_decodes: int = 0,
+        kv_tokens: int = 0,
+    ) -> None:
+        self.is_prefill = bool(requests)
+        self.requests = requests
+        self.prefill_tokens = prefill_tokens
+        self.num_decodes = num_decodes
+        self.kv_tokens = kv_tokens
+
+    @property
+    def size(self) -> int:
+        return len(self.requests) if self.is_prefill else self.num_decodes
+
+
+class Llumlet:
+    """Local scheduler of one instance (the migration coordinator builds on its hooks)."""
+
+    def __init__(
+        self,
+        instance_id: int,
+        limits: LlumletLimits,
+        timer: BatchTimer,
+        clock: Callable[[], float],
+        on_done: Callable[[Request], None] = lambda request: None,
+        headroom_blocks: Sequence[float] = (),
+    ) -> None:
+        self.id = instance_id
+        self.headroom_blocks = tuple(headroom_blocks)
+        self.running_per_tier = [0] * limits.tiers
+        self.draining = False
+        self.migrating = False
+        self.limits = limits
+        self.timer = timer
+        self.clock = clock
+        self.on_done = on_done
+        self.ledger = BlockLedger(limits.capacity_blocks)
+        self.waiting: deque[Request] = deque()
+        self.running: dict[Request, None] = {}  # admission order: the last one is preempted first
+        self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
+        self.joining: list[Request] = []  # committed inbound migrations, batched from the next step
+        self.waiting_demand = 0  # blocks the queued requests need to be admitted
+        self.iteration = 0  # completed decode iterations
+        self.seq_sum = 0  # sum of seq_len over running requests
+        self._block_due: dict[int, list[tuple[Request, int]]] = {}
+        self._finish_due: dict[int, list[tuple[Request, int]]] = {}
+        self._admissions = 0
+        self.busy = False
+        self.preemptions = 0
+        self.batches = 0
+
+    # ------------------------------------------------------------------ request entry
+    def blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.limits.block_size)
+
+    def enqueue(self, request: Request) -> None:
+        """A dispatched request joins the back of the queue."""
+        request.state = RequestState.QUEUED
+        request.instance = self.id
+        request.instances.append(self.id)
+        self.waiting.append(request)
+        self.waiting_demand += self.blocks_for(request.seq_len)
+
+    @property
+    def head_demand(self) -> int:
+        """Blocks the head-of-line queued request needs (0 when nothing is queued)."""
+        return self.blocks_for(self.waiting[0].seq_len) if self.waiting else 0
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running or self.joining)
+
+    # ------------------------------------------------------------------ iterations
+    def next_batch(self) -> Optional[Batch]:
+        """Form the next iteration at a step boundary (None: nothing to run)."""
+        if self.joining:
+            for request in self.joining:
+                self._join_running(request)
+            self.joining.clear()
+        while True:
+            if self.waiting:
+                batch = self._prefill_batch()
+                if batch is not None:
+                    return batch
+            if not self.running:
+                return None
+            batch = self._decode_batch()
+            if batch is not None:
+                return batch
+            # the decode step preempted every running request: they are queued now
+
+    def iteration_time(self, batch: Batch) -> float:
+        if batch.is_prefill:
+            return self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
+        return self.timer.batch_time((), batch.num_decodes, batch.kv_tokens)
+
+    def complete(self, batch: Batch) -> None:
+        """Apply the effects of a finished iteration: tokens generated, requests finished."""
+        now = self.clock()
+        self.batches += 1
+        if batch.is_prefill:
+            for request in batch.requests:
+                request.generated += 1
+                if request.first_token_time is None:
+                    request.first_token_time = now
+                if request.preempted_at is not None:
+                    request.preemption_loss += now - request.preempted_at
+                    request.preempted_at = None
+                if request.generated >= request.output_tokens:
+                    self._finish(request, now, joined=False)
+                else:
+                    self._join_running(request)
+            return
+        self.iteration += 1
+        self.seq_sum += batch.num_decodes
+        due = self._finish_due.pop(self.iteration, None)
+        if due:
+            for request, epoch in due:
+                if request.epoch == epoch:
+                    self._finish(request, now, joined=True)
+
+    def _prefill_batch(self) -> Optional[Batch]:
+        limits = self.limits
+        admitted: list[Request] = []
+        tokens: list[int] = []
+        budget = limits.max_batched_tokens
+        seats = limits.max_batch_size - len(self.running) - len(self.suspended)
+        while self.waiting:
+            request = self.waiting[0]
+            q = request.seq_len
+            need = self.blocks_for(q)
+            if q > limits.max_batched_tokens or need > limits.capacity_blocks - limits.watermark_blocks:
+                self.waiting.popleft()
+                self.waiting_demand -= need
+                self.abort(request, "exceeds_instance_limits")
+                continue
+            if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
+                break
+            self.waiting.popleft()
+            self.waiting_demand -= need
+            self.ledger.allocate(request, need)
+            request.state = RequestState.RUNNING
+            if request.first_admitted is None:
+                request.first_admitted = self.clock()
+            admitted.append(request)
+            tokens.append(q)
+            budget -= q
+            seats -= 1
+        if not admitted:
+            return None
+        return Batch(admitted, tokens)
+
+    def _decode_batch(self) -> Optional[Batch]:
+        step = self.iteration + 1
+        due = self._block_due.pop(step, None)
+        if due:
+            due.sort(key=lambda item: item[0].admit_seq)
+            for request, epoch in due:
+                if request.epoch != epoch:
+                    continue  # left the batch (finished, preempted, suspended) meanwhile
+                while self.ledger.free < 1:
+                    victim = next(reversed(self.running))
+                    self._preempt(victim)
+                    if victim is request:
+                        break
+                else:
+                    self.ledger.allocate(request, 1)
+                    self._calendar(self._block_due, step + self.limits.block_size, request)
+        if not self.running:
+            return None
+        return Batch([], [], len(self.running), self.seq_sum)
+
+    # ------------------------------------------------------------------ running set
+    def progress(self, request: Request) -> int:
+        """Output tokens a running request has produced so far (lazy decode accounting)."""
+        return request.base_generated + (self.iteration - request.base_iteration)
+
+    def _sync(self, request: Request) -> None:
+        request.generated = self.progress(request)
+
+    def _join_running(self, request: Request) -> None:
+        request.state = RequestState.RUNNING
+        request.epoch += 1
+        self._admissions += 1
+        request.admit_seq = self._admissions
+        request.base_iteration = self.iteration
+        request.base_generated = request.generated
+        self.running[request] = None
+        self.running_per_tier[request.tier] += 1
+        self.seq_sum += request.seq_len
+        first_block_step = (
+            self.iteration + self.limits.block_size * request.blocks - request.seq_len + 2
+        )
+        self._calendar(self._block_due, max(first_block_step, self.iteration + 1), request)
+        self._calendar(
+            self._finish_due, self.iteration + request.output_tokens - request.generated, request
+        )
+
+    def _leave_running(self, request: Request) -> None:
+        self._sync(request)
+        del self.running[request]
+        self.running_per_tier[request.tier] -= 1
+        self.seq_sum -= request.seq_len
+        request.epoch += 1  # invalidates its calendar entries
+
+    def _calendar(self, calendar: dict, step: int, request: Request) -> None:
+        entry = (request, request.epoch)
+        bucket = calendar.get(step)
+        if bucket is None:
+            calendar[step] = [entry]
+        else:
+            bucket.append(entry)
+
+    def _preempt(self, request: Request) -> None:
+        """Preemption by recompute: free the blocks, requeue at the head."""
+        self._leave_running(request)
+        self.ledger.release(request)
+        request.state = RequestState.QUEUED
+        request.preemptions += 1
+        self.preemptions += 1
+        if request.preempted_at is None:
+            request.preempted_at = self.clock()
+            request.progress_at_preemption = request.generated
+        self.waiting.appendleft(request)
+        self.waiting_demand += self.blocks_for(request.seq_len)
+
+    def _finish(self, request: Request, now: float, joined: bool) -> None:
+        if joined:
+            self._leave_running(request)
+        self.ledger.release(request)
+        request.state = RequestState.FINISHED
+        request.finish_time = now
+        self.on_done(request)
+
+    def abort(self, request: Request, reason: str) -> None:
+        """End a request that can never be served here (or whose instance failed)."""
+        if request in self.running:
+            self._leave_running(request)
+        self.suspended.pop(request, None)
+        self.ledger.release(request)
+        request.state = RequestState.ABORTED
+        request.abort_reason = reason
+        request.finish_time = self.clock()
+        self.on_done(request)
+
+    # ------------------------------------------------------------------ load
+    def report(self) -> LoadReport:
+        """The instance-level load record sent to the global scheduler."""
+        ledger = self.ledger
+        head = self.head_demand
+        full, normal = freeness_views(
+            ledger.capacity,
+            ledger.allocated + ledger.reserved,
+            len(self.running),
+            self.running_per_tier,
+            self.headroom_blocks,
+            head,
+            self.draining,
+        )
+        return LoadReport(
+            instance_id=self.id,
+            time=self.clock(),
+            capacity_blocks=ledger.capacity,
+            used_blocks=ledger.allocated,
+            reserved_blocks=ledger.reserved,
+            num_running=len(self.running),
+            num_waiting=len(self.waiting),
+            waiting_demand_blocks=self.waiting_demand,
+            head_demand_blocks=head,
+            freeness_full=full,
+            freeness_normal=normal,
+            draining=self.draining,
+            migrating=self.migrating,
+        )
+
+    @property
+    def head_blocked_by_memory(self) -> bool:
+        """The head-of-line request waits because this instance lacks free blocks."""
+        return bool(self.waiting) and (
+            self.ledger.free - self.head_demand < self.limits.watermark_blocks
+        )
+
+    # ------------------------------------------------------------------ invariants
+    def holders(self) -> list[Request]:
+        """Every request that may hold blocks here."""
+        return [*self.running, *self.suspended, *self.joining]
+
+    def check(self) -> None:
+        """Raise if blocks leaked or the lazy accounting drifted (used by tests)."""
+        self.ledger.check(self.holders())
+        seq_sum = 0
+        for request in self.running:
+            generated = self.progress(request)
+            seq = request.prompt_tokens + generated
+            seq_sum += seq
+            assert request.blocks * self.limits.block_size >= seq - 1, (
+                f"request {request.id} holds {request.blocks} blocks for {seq - 1} resident tokens"
+            )
+        assert seq_sum == self.seq_sum, f"seq_sum drifted: {self.seq_sum} != {seq_sum}"

@@ -1,0 +1,97 @@
+"""One inference request as the simulator tracks it across instances.
+
+Token accounting follows vLLM: before an iteration a request needs KV blocks for
+``prompt + generated`` tokens; a prefill (fresh or recompute) processes all of them and a
+decode step processes one, and each iteration yields one more output token.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Optional
+
+
+class RequestState(str, Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUSPENDED = "suspended"  # taken out of the batch for the last stage of a migration
+    FINISHED = "finished"
+    ABORTED = "aborted"
+
+
+class Request:
+    """Mutable per-request state; the metrics table is built from these fields at the end."""
+
+    __slots__ = (
+        "id",
+        "tier",
+        "arrival",
+        "prompt_tokens",
+        "output_tokens",
+        "generated",
+        "state",
+        "instance",
+        "instances",
+        "first_admitted",
+        "first_token_time",
+        "finish_time",
+        "preemptions",
+        "preemption_loss",
+        "preempted_at",
+        "progress_at_preemption",
+        "migrations",
+        "abort_reason",
+        "retries",
+        "migration",
+        # bookkeeping of the llumlet currently holding the request (lazy decode progress)
+        "epoch",
+        "admit_seq",
+        "base_iteration",
+        "base_generated",
+        "blocks",
+    )
+
+    def __init__(
+        self, rid: int, arrival: float, prompt_tokens: int, output_tokens: int, tier: int = 0
+    ) -> None:
+        self.id = rid
+        self.tier = tier
+        self.arrival = arrival
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.generated = 0
+        self.state = RequestState.QUEUED
+        self.instance: Optional[int] = None
+        self.instances: list[int] = []
+        self.first_admitted: Optional[float] = None
+        self.first_token_time: Optional[float] = None
+        self.finish_time: Optional[float] = None
+        self.preemptions = 0
+        self.preemption_loss = 0.0
+        self.preempted_at: Optional[float] = None
+        self.progress_at_preemption = 0
+        self.migrations = 0
+        self.abort_reason: Optional[str] = None
+        self.retries = 0
+        self.migration = None  # the in-flight migration moving this request, if any
+        self.epoch = 0
+        self.admit_seq = 0
+        self.base_iteration = 0
+        self.base_generated = 0
+        self.blocks = 0
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens whose KV must be resident for the next iteration (prompt + generated)."""
+        return self.prompt_tokens + self.generated
+
+    @property
+    def done(self) -> bool:
+        return self.state in (RequestState.FINISHED, RequestState.ABORTED)
+
+    def __repr__(self) -> str:
+        return (
+            f"Request(id={self.id}, tier={self.tier}, state={self.state.value}, "
+            f"prompt={self.prompt_tokens}, generated={self.generated}/{self.output_tokens}, "
+            f"instance={self.instance})"
+        )

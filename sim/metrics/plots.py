@@ -1,0 +1,69 @@
+"""Plots people would rather look at than read: latency CDFs and the cluster over time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+CDF_PANELS = (
+    ("prefill_latency", "prefill latency incl. queueing (s)"),
+    ("decode_latency_per_token", "decode latency per output token (s)"),
+    ("e2e_latency", "end-to-end latency (s)"),
+)
+
+
+def plot_latency_cdfs(requests: pd.DataFrame, path: Path, title: str) -> Path:
+    """One CDF panel per latency metric, one line per tier (or one line overall)."""
+    finished = requests[requests["status"] == "finished"]
+    tiers = sorted(finished["tier"].unique())
+    fig, axes = plt.subplots(1, len(CDF_PANELS), figsize=(15, 4))
+    for ax, (column, label) in zip(axes, CDF_PANELS):
+        groups = [("all", finished)] if len(tiers) <= 1 else [
+            (f"tier {t}", finished[finished["tier"] == t]) for t in tiers
+        ]
+        for name, group in groups:
+            values = np.sort(group[column].dropna().to_numpy())
+            if values.size:
+                ax.plot(values, np.arange(1, values.size + 1) / values.size, label=name)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel("fraction of requests")
+        ax.grid(True, alpha=0.3)
+        if len(groups) > 1:
+            ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_cluster_timeline(
+    instances: pd.DataFrame, cluster: pd.DataFrame, capacity_blocks: int, path: Path, title: str
+) -> Path:
+    """Per-instance KV usage, queue lengths, instance count and fragmentation over time."""
+    fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True)
+    for instance_id, group in instances.groupby("instance"):
+        axes[0].plot(group["time"], group["used_blocks"] / capacity_blocks, lw=0.7)
+        axes[1].plot(group["time"], group["queue_length"], lw=0.7)
+    axes[0].set_ylabel("KV used (fraction)")
+    axes[1].set_ylabel("queued requests")
+    axes[2].plot(cluster["time"], cluster["instances"], label="instances", color="black")
+    twin = axes[2].twinx()
+    twin.plot(cluster["time"], cluster["fragmented_fraction"], color="tab:red", lw=0.7)
+    twin.set_ylabel("fragmented memory", color="tab:red")
+    axes[2].set_ylabel("instances")
+    axes[2].set_xlabel("simulated time (s)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

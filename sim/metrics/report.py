@@ -1,0 +1,104 @@
+"""Write a run's outputs under ``results/<name>/`` and format its summary for a terminal."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim.config import to_dict
+from sim.engine.simulation import SimulationResult
+from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs
+from sim.metrics.summary import summarize
+from sim.metrics.tables import cluster_table, instance_table, request_table
+
+
+def write_run(result: SimulationResult, out_dir: Path, plots: bool = True) -> dict[str, Any]:
+    """Write requests.csv, instances.csv, cluster.csv, summary.json, config.yaml and plots."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    requests = request_table(result)
+    instances = instance_table(result)
+    cluster = cluster_table(result)
+    summary = summarize(result, requests, cluster)
+    requests.to_csv(out_dir / "requests.csv", index=False)
+    instances.to_csv(out_dir / "instances.csv", index=False)
+    cluster.to_csv(out_dir / "cluster.csv", index=False)
+    (out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(result.config), sort_keys=False))
+    files = ["requests.csv", "instances.csv", "cluster.csv", "config.yaml", "summary.json"]
+    if plots and len(requests):
+        title = f"{result.config.name}: {result.config.scheduler.name}, {result.workload_description}"
+        plot_latency_cdfs(requests, out_dir / "latency.png", title)
+        plot_cluster_timeline(
+            instances, cluster, result.capacity_blocks, out_dir / "timeline.png", title
+        )
+        files += ["latency.png", "timeline.png"]
+    summary["files"] = files
+    (out_dir / "summary.json").write_text(
+        json.dumps(_strict_json(summary), indent=2, default=str, allow_nan=False)
+    )
+    return summary
+
+
+def _strict_json(value: Any) -> Any:
+    """NaN/inf are not JSON: write them as null (no data) rather than invalid tokens."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(v) for v in value]
+    return value
+
+
+def _fmt(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value * 1000:.1f}ms"
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A compact text table of the summary for the terminal."""
+    lines = [
+        f"{summary['name']}  scheduler={summary['scheduler']}  {summary['workload']}",
+    ]
+    req = summary["requests"]
+    lines.append(
+        f"requests: {req['finished']} finished, {req['aborted']} aborted, "
+        f"{req['unfinished']} unfinished; {req['preempted']} preempted "
+        f"({req['preemptions']} preemptions); {req['migrations']} migrations"
+    )
+    header = f"{'metric (s)':<28}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}"
+    lines += ["", header, "-" * len(header)]
+    for metric, stats in summary["latency"].items():
+        lines.append(
+            f"{metric:<28}"
+            + "".join(f"{_fmt(stats[k]):>10}" for k in ("mean", "p50", "p90", "p99"))
+        )
+    by_tier = summary["latency_by_tier"]
+    if len(by_tier) > 1:
+        lines += ["", f"{'tier':<6}{'n':>7}{'prefill mean':>14}{'prefill p99':>13}{'decode mean':>13}{'decode p99':>12}"]
+        for tier, stats in by_tier.items():
+            pre, dec = stats["prefill_latency"], stats["decode_latency_per_token"]
+            lines.append(
+                f"{tier:<6}{pre['count']:>7}{_fmt(pre['mean']):>14}{_fmt(pre['p99']):>13}"
+                f"{_fmt(dec['mean']):>13}{_fmt(dec['p99']):>12}"
+            )
+    thr, cost, simulation = summary["throughput"], summary["cost"], summary["simulation"]
+    lines += [
+        "",
+        f"throughput: {thr['requests_per_s']:.2f} req/s, {thr['output_tokens_per_s']:.0f} output tokens/s; "
+        f"average instances {cost['average_instances']:.2f} ({cost['instance_seconds']:.0f} instance-s); "
+        f"fragmented memory {summary['fragmentation']['mean_fraction'] * 100:.2f}%",
+        f"simulated {simulation['simulated_seconds']:.1f} s in {simulation['wall_seconds']:.1f} s wall "
+        f"({simulation['requests_per_wall_second']:.0f} requests/wall-s, {simulation['batches']} batches)",
+    ]
+    if summary["interrupted"]:
+        lines.append("INTERRUPTED: partial results (requests still in flight are 'unfinished')")
+    return "\n".join(lines)
