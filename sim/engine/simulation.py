@@ -80,9 +80,10 @@ class Simulation:
     ) -> None:
         self.config = config
         self.env = simpy.Environment()
-        self.model = replica_model if replica_model is not None else _load_model(config)
-        self.workload = workload if workload is not None else _load_workload(config, root)
+        # cheap validation first, so a typo fails before the replica model is fitted
         self.scheduler: GlobalScheduler = make_scheduler(config.scheduler)
+        self.workload = workload if workload is not None else _load_workload(config, root)
+        self.model = replica_model if replica_model is not None else _load_model(config)
         cluster = config.cluster
         capacity = cluster.kv_capacity_blocks or self.model.kv_capacity_blocks
         tiers = max(config.workload.priority.tiers, int(self.workload.tier.max(initial=0)) + 1)

@@ -1,0 +1,48 @@
+"""Bad input exits with code 2 and one line naming the key or file; never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cli.main import main
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "quickstart.yaml"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["cluster.instancs=4"], "cluster.instancs"),
+        (["scheduler.name=fifo"], "scheduler.name"),
+        (["workload.arrival.rate=-1"], "workload.arrival.rate"),
+        (["workload.trace=traces/nope.csv"], "traces/nope.csv"),
+        (["cluster.model=gpt-9"], "gpt-9"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_naming_the_problem(overrides, named, capsys, tmp_path):
+    args = ["run", str(QUICKSTART), "--quiet", "--out", str(tmp_path)]
+    for override in overrides:
+        args += ["--set", override]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and named in err, err
+
+
+def test_missing_config_file_is_named(capsys):
+    assert main(["run", "no/such/config.yaml"]) == 2
+    assert "no/such/config.yaml" in capsys.readouterr().err
+
+
+def test_python_dash_m_sim_prints_no_traceback_on_bad_input():
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "run", str(QUICKSTART), "--set", "workload.arrival.rate=-1"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("llumsim: error:")
