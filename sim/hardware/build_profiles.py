@@ -1,0 +1,353 @@
+"""Fit the GA102 performance model to the A10 measurements and write Vidur profiles from it.
+
+    python -m sim.hardware.build_profiles
+
+Deterministic: same inputs, same bytes. Writes, under ``sim/hardware/data/profiles``:
+``a10_fit.json`` (fitted constants, per-row residuals), ``PROVENANCE.md``, and in Vidur's
+profiling-dataset layout ``compute/<device>/<model>/{mlp,attention}.csv.xz`` and
+``network/<node>/all_reduce.csv.xz``, each folder with the ``config.json`` Vidur checks.
+
+The fitted function is the one the predictor later computes: the performance model is
+evaluated at the table keys Vidur reads for each measured batch (``timing.lookup_key``) and
+summed the way Vidur's ExecutionTime sums (``timing``), plus the per-iteration overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.optimize import least_squares
+from vidur.config import RandomForrestExecutionTimePredictorConfig
+
+from sim.hardware import predictor_settings as settings
+from sim.hardware.calibration import Batch, batch_of, compare, load_measurements
+from sim.hardware.catalog import FIT_JSON, LAYOUTS, MEASUREMENTS_CSV, PROFILES_DIR, Layout
+from sim.hardware.perf_model import (
+    BYTES_PER_VALUE,
+    OCCUPANCY_SHARPNESS,
+    ROOFLINE_SHARPNESS,
+    Constants,
+    Device,
+    PerfModel,
+    Shape,
+    all_reduce_ms,
+)
+from sim.hardware.skus import A10DeviceSKUConfig
+from sim.hardware.timing import (
+    block_token_ops_ms,
+    decode_attention_ms,
+    iteration_seconds,
+    lookup_key,
+)
+
+# Not fitted: the calibration rows cannot separate a per-kernel cost from the efficiencies
+# (the fit drives it to zero). 3 µs is what the smallest kernels take on the same GA102 die
+# in Vidur's published A40 profiles (2-4 µs for norms and adds at a few tokens).
+FIXED = {"kernel_overhead_us": 3.0}
+# Starting point and bounds of the fitted constants (physically plausible ranges).
+START_AND_BOUNDS = {
+    "gemm_efficiency": (0.5, 0.05, 1.0),
+    "attention_efficiency": (0.5, 0.05, 1.0),
+    "memory_efficiency": (0.8, 0.05, 1.0),
+    "blocks_per_sm_to_saturate": (0.5, 0.01, 16.0),
+    "all_reduce_latency_us": (50.0, 0.0, 2000.0),
+    "all_reduce_bus_gb_per_s": (15.0, 1.0, 32.0),  # PCIe 4.0 x16: 32 GB/s per direction
+    "overhead_base_ms": (3.0, 0.0, 100.0),
+    "overhead_per_request_ms": (0.2, 0.0, 10.0),
+}
+SIGNIFICANT_DIGITS = 5  # constants are rounded before use, so the build is reproducible
+FLOAT_FORMAT = "%.6g"  # profile times in ms: relative precision 1e-6
+
+
+@dataclass(frozen=True)
+class LayoutModel:
+    """A layout's fixed parts, ready to evaluate the performance model for any constants."""
+
+    layout: Layout
+    device: Device
+    shape: Shape
+    predictor_config: RandomForrestExecutionTimePredictorConfig
+    batching_overhead: float
+
+    @classmethod
+    def of(cls, layout: Layout) -> "LayoutModel":
+        replica = layout.replica_config()
+        config = settings.predictor_config(layout, cache_dir="")
+        return cls(
+            layout,
+            Device.from_vidur(replica.device_config),
+            Shape.from_vidur(replica),
+            config,
+            settings.decode_batching_overhead(config, replica.model_config),
+        )
+
+    def comm_ms(self, constants: Constants, num_tokens: ArrayLike) -> np.ndarray:
+        size = np.asarray(num_tokens) * self.shape.hidden * BYTES_PER_VALUE
+        tp = self.shape.tensor_parallel
+        return settings.tensor_parallel_comm_ms(
+            all_reduce_ms(size, tp, constants), self.predictor_config, tp
+        )
+
+    def batch_ms(self, constants: Constants, batch: Batch) -> float:
+        """What the predictor computes for ``batch``, straight from the performance model."""
+        num_tokens, decode_batch, decode_kv, chunks, num_requests = lookup_key(*batch)
+        model = PerfModel(self.device, self.shape, constants)
+        block = block_token_ops_ms(model.token_ops(num_tokens), self.comm_ms(constants, num_tokens))
+        if decode_batch:
+            block = block + decode_attention_ms(
+                model.attn_decode(decode_batch, decode_kv), decode_batch, self.batching_overhead
+            )
+        for kv_tokens, chunk in chunks:
+            block = block + model.attn_prefill(kv_tokens, chunk)
+        seconds = iteration_seconds(
+            self.shape.num_layers,
+            float(block),
+            constants.overhead_base_ms,
+            constants.overhead_per_request_ms,
+            num_requests,
+        )
+        return seconds * 1e3
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+
+
+def fit_constants() -> tuple[Constants, list[dict]]:
+    """Least squares on relative error over the prefill and decode rows of every layout."""
+    models = {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}
+    measurements = [m for m in load_measurements() if m.model in models]
+    names = list(START_AND_BOUNDS)
+
+    def constants_of(x) -> Constants:
+        return Constants(**FIXED, **dict(zip(names, map(float, x))))
+
+    def residuals(x):
+        c = constants_of(x)
+        return [models[m.model].batch_ms(c, batch_of(m)) / m.measured_ms - 1 for m in measurements]
+
+    start, lower, upper = zip(*START_AND_BOUNDS.values())
+    result = least_squares(residuals, start, bounds=(lower, upper), x_scale="jac")
+    constants = Constants(**FIXED, **{n: _round(v) for n, v in zip(names, result.x)})
+    rows = compare(measurements, lambda model, batch: models[model].batch_ms(constants, batch))
+    return constants, rows
+
+
+def mlp_profile(model: LayoutModel, constants: Constants) -> pd.DataFrame:
+    """Vidur's ``mlp.csv`` schema: token-keyed operators, one row per profiled token count."""
+    model_config = model.layout.replica_config().model_config
+    tokens = np.array(settings.TOKEN_GRID)
+    frame = pd.DataFrame(
+        {
+            "n_head": model_config.num_q_heads,
+            "n_kv_head": model_config.num_kv_heads,
+            "n_embd": model_config.embedding_dim,
+            "n_expanded_embd": model_config.mlp_hidden_dim,
+            "vocab_size": model_config.vocab_size,
+            "use_gated_mlp": model_config.use_gated_mlp,
+            "num_tokens": tokens,
+            "num_tensor_parallel_workers": model.shape.tensor_parallel,
+        }
+    )
+    perf = PerfModel(model.device, model.shape, constants)
+    for name, times in perf.token_ops(tokens).items():
+        frame[f"time_stats.{name}.median"] = times
+    return frame
+
+
+def attention_profile(model: LayoutModel, constants: Constants) -> pd.DataFrame:
+    """Vidur's ``attention.csv`` schema: prefill rows keyed by (KV, chunk), decode rows by
+    (batch, KV). ``kv_cache_size`` is the context including this iteration's tokens, which
+    is how this Vidur release looks it up (Batch.num_kv_tokens = processed + new)."""
+    model_config = model.layout.replica_config().model_config
+    perf = PerfModel(model.device, model.shape, constants)
+    prefill = np.array(
+        [(kv, chunk) for kv, chunk in product(settings.KV_GRID, settings.CHUNK_GRID) if chunk <= kv]
+    )
+    decode = np.array(list(product(settings.DECODE_BATCH_GRID, settings.KV_GRID)))
+    kv_cache_size = np.concatenate([prefill[:, 0], decode[:, 1]])
+    chunk = np.concatenate([prefill[:, 1], np.zeros(len(decode), dtype=int)])
+    batch_size = np.concatenate([np.ones(len(prefill), dtype=int), decode[:, 0]])
+    is_prefill = chunk > 0
+    return pd.DataFrame(
+        {
+            "n_embd": model_config.embedding_dim,
+            "n_q_head": model_config.num_q_heads,
+            "n_kv_head": model_config.num_kv_heads,
+            "block_size": settings.PROFILE_BLOCK_SIZE,
+            "num_tensor_parallel_workers": model.shape.tensor_parallel,
+            "max_model_len": model_config.max_model_len,
+            "batch_size": batch_size,
+            "prefill_chunk_size": chunk,
+            "kv_cache_size": kv_cache_size,
+            "is_prefill": is_prefill,
+            "time_stats.attn_prefill.median": np.where(
+                is_prefill, perf.attn_prefill(kv_cache_size, np.maximum(chunk, 1)), np.nan
+            ),
+            "time_stats.attn_decode.median": np.where(
+                is_prefill, np.nan, perf.attn_decode(batch_size, kv_cache_size)
+            ),
+            "time_stats.attn_kv_cache_save.median": perf.attn_kv_cache_save(
+                np.maximum(chunk, batch_size)
+            ),
+        }
+    )
+
+
+def all_reduce_profile(num_workers: int, constants: Constants) -> pd.DataFrame:
+    """Vidur's collectives schema (``size`` in bytes) for a ring over ``num_workers`` GPUs."""
+    sizes = np.arange(
+        settings.ALL_REDUCE_SIZE_STEP, settings.ALL_REDUCE_MAX_SIZE + 1, settings.ALL_REDUCE_SIZE_STEP
+    )
+    return pd.DataFrame(
+        {
+            "rank": 0,
+            "num_workers": num_workers,
+            "size": sizes,
+            "collective": "all_reduce",
+            "devices_per_node": num_workers,
+            "max_devices_per_node": num_workers,
+            "time_stats.all_reduce.median": all_reduce_ms(sizes, num_workers, constants),
+        }
+    )
+
+
+def _write_csv_xz(frame: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, compression="xz")
+
+
+def _write_json(data: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def build(profiles_dir: Path = PROFILES_DIR) -> tuple[Constants, list[dict]]:
+    """Fit, then write every profile file, the fit record and the provenance note."""
+    constants, rows = fit_constants()
+    fit_json = profiles_dir / FIT_JSON.relative_to(PROFILES_DIR)
+    _write_json(
+        {
+            "constants": constants.to_dict(),
+            "fixed": sorted(FIXED),
+            "roofline_sharpness": ROOFLINE_SHARPNESS,
+            "occupancy_sharpness": OCCUPANCY_SHARPNESS,
+            "fitted_to": MEASUREMENTS_CSV.name,
+            "rows": rows,
+        },
+        fit_json,
+    )
+    networks = {}
+    for layout in LAYOUTS:
+        model = LayoutModel.of(layout)
+        compute_dir = profiles_dir / layout.compute_dir.relative_to(PROFILES_DIR)
+        _write_csv_xz(mlp_profile(model, constants), compute_dir / "mlp.csv.xz")
+        _write_csv_xz(attention_profile(model, constants), compute_dir / "attention.csv.xz")
+        _write_json({"model": layout.vidur_model, "device_sku": layout.device}, compute_dir / "config.json")
+        networks[layout.node] = layout.tensor_parallel
+    for node, num_workers in sorted(networks.items()):
+        network_dir = profiles_dir / "network" / node
+        if num_workers > 1:
+            _write_csv_xz(all_reduce_profile(num_workers, constants), network_dir / "all_reduce.csv.xz")
+        _write_json({"sku": node}, network_dir / "config.json")
+    (profiles_dir / "PROVENANCE.md").write_text(provenance(constants, rows))
+    return constants, rows
+
+
+def provenance(constants: Constants, rows: list[dict]) -> str:
+    """The note shipped next to the profiles: how they were made and what they were fitted to."""
+    constant_lines = "\n".join(
+        f"| `{name}` | {value:g} | {'fixed' if name in FIXED else 'fitted'} |"
+        for name, value in constants.to_dict().items()
+    )
+    row_lines = "\n".join(
+        f"| {r['model']} | {r['quantity']} | {r['seq_len']} | {r['measured_ms']:g} | "
+        f"{r['predicted_ms']:.1f} | {100 * r['rel_error']:+.1f}% |"
+        for r in rows
+    )
+    return f"""# Provenance of the A10 profiles
+
+**These are not measurements.** No A10 was available. Every time in these files is the
+output of the GA102 performance model in `sim/hardware/perf_model.py`, whose constants were
+fitted to the end-to-end A10 timings of the Llumnix artifact (Figure 10, in
+`sim/hardware/data/{MEASUREMENTS_CSV.name}`). Regenerate with
+
+    python -m sim.hardware.build_profiles
+
+(deterministic; it rewrites this note, `{FIT_JSON.name}` and every profile file).
+
+## Method
+1. Per operator, in Vidur's operator vocabulary: kernel cost + a smooth maximum (p-norm,
+   p = {ROOFLINE_SHARPNESS:g}) of FLOPs / (125 TFLOP/s × efficiency) and bytes moved /
+   (600 GB/s × efficiency). Decode attention scales bandwidth by a saturating occupancy of
+   (sequences × heads per GPU) / (72 SMs × blocks_per_sm_to_saturate), sharpness
+   {OCCUPANCY_SHARPNESS:g}. All-reduce over PCIe: latency + 2(n−1)/n × bytes / bus bandwidth.
+2. An iteration costs what Vidur 0.0.26's sklearn predictor computes from these tables
+   (keys rounded as it rounds them; layers × per-block sum as in its ExecutionTime;
+   NCCL CPU launch overhead {settings.predictor_config(LAYOUTS[0], '').nccl_cpu_launch_overhead_ms} ms per all-reduce)
+   plus `overhead_base_ms + overhead_per_request_ms × requests` for everything outside the
+   transformer blocks (embedding, LM head, sampling, scheduling), which that Vidur release
+   does not model. The overhead constants live in `{FIT_JSON.name}` and are added by
+   `sim.hardware.ReplicaModel`.
+3. The constants below were fitted with `scipy.optimize.least_squares` on the relative
+   error of all 24 prefill and decode rows (LLaMA-7B TP1 and LLaMA-30B TP4 together), then
+   rounded to {SIGNIFICANT_DIGITS} significant digits.
+
+| constant | value | |
+|---|---|---|
+{constant_lines}
+
+`kernel_overhead_us` is fixed: the rows cannot separate it from the efficiencies. 3 µs is what
+the smallest kernels take on the same GA102 die in Vidur's published A40 profiles.
+
+## Fit (the performance model at the predictor's lookup keys)
+
+| model | quantity | seq_len | measured ms | modelled ms | error |
+|---|---|---|---|---|---|
+{row_lines}
+
+`prefill` = one fresh sequence of seq_len tokens; `decode` = one step of 8192 // seq_len
+requests whose context is seq_len tokens including the new one.
+
+## Files and grids (Vidur's profiling CSV schema, `time_stats.<op>.median` in ms)
+- `compute/a10/<model>/mlp.csv.xz`: every multiple of 8 tokens up to {settings.MAX_TOKENS:,}
+  (Vidur rounds a batch's token count up to 8).
+- `compute/a10/<model>/attention.csv.xz`: prefill rows for every KV size that is a multiple of
+  256 and chunk that is a multiple of 32 (chunk ≤ KV, both ≤ {settings.MAX_TOKENS:,}); decode
+  rows for batch 1..{settings.MAX_DECODE_BATCH} × every KV multiple of 256. `kv_cache_size` is the
+  context *including* this iteration's tokens, because that is how this Vidur release queries
+  the table (`Batch.num_kv_tokens` = processed + new). Block size {settings.PROFILE_BLOCK_SIZE}.
+- `network/a10_pcie_4/all_reduce.csv.xz`: 4-GPU ring, sizes every 8 KiB up to 256 MiB.
+  `a10_pcie_1` has no collectives (config only).
+- Only the `median` statistic is written: a model has no spread to report.
+
+Each grid is Vidur's own lookup resolution, so the predictor never interpolates between
+profiled points. Times are written with 6 significant digits.
+
+## Device memory assumption (KV capacity, computed at load by `sim/hardware/memory.py`)
+An A10's usable memory is taken as {A10DeviceSKUConfig.visible_memory_bytes:,} bytes
+(23,028 MiB), what `cudaMemGetInfo` and `nvidia-smi` report for it, not the datasheet's
+24 GB. vLLM sizes its cache against that total: blocks = floor((utilisation × memory −
+weights − activation peak of a forward pass over `max_batched_tokens`, default 12,800) /
+block bytes), with weights and KV bytes per token from Vidur's ParamCounter and MemoryPlanner.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    constants, rows = build()
+    worst = max(abs(r["rel_error"]) for r in rows)
+    print(f"fitted {constants}\nworst row error {100 * worst:.1f}%; wrote {PROFILES_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
