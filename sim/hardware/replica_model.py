@@ -1,0 +1,262 @@
+"""The replica model the simulator calls: iteration times and KV capacity of one instance.
+
+Iteration times are Vidur's random-forest predictor on our A10 profiles. Fitting it needs
+scikit-learn and takes seconds, so it happens once per content hash of (profiles, fitted
+constants, predictor settings, library versions): the cold start fits Vidur's predictor and
+saves its prediction tables as arrays; every later start loads the arrays and evaluates them
+with Vidur's own rounding and summation (``timing``). Tests check that this equals Vidur's
+``get_execution_time(...).total_time`` on random batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from dataclasses import asdict
+from importlib.metadata import version
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from vidur.config import CacheConfig
+
+from sim.hardware import predictor_settings as settings
+from sim.hardware.catalog import FIT_JSON, Layout, find_layout
+from sim.hardware.memory import ProfileRunMemoryPlanner
+from sim.hardware.timing import (
+    KV_GRANULARITY,
+    PREFILL_CHUNK_ROUNDING,
+    LookupKey,
+    decode_attention_ms,
+    iteration_seconds,
+    lookup_key,
+)
+
+CACHE_FORMAT = 1  # bump when the saved tables change meaning
+COLD_START_HINT_S = 5  # what the one-line notice promises; benchmarks/ measures it
+VIDUR_SUBDIR = "vidur"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("LLUMSIM_CACHE_DIR") or Path.home() / ".cache" / "llumsim")
+
+
+def content_hash(layout: Layout) -> str:
+    """Hash of everything the prediction tables are a function of."""
+    digest = hashlib.sha256()
+    recipe = {
+        "format": CACHE_FORMAT,
+        "layout": asdict(layout),
+        "settings": {
+            name: getattr(settings, name)
+            for name in (
+                "MAX_TOKENS",
+                "MAX_DECODE_BATCH",
+                "PROFILE_BLOCK_SIZE",
+                "NUM_ESTIMATORS",
+                "MAX_DEPTH",
+                "MIN_SAMPLES_SPLIT",
+                "K_FOLD_CV_SPLITS",
+            )
+        },
+        "versions": {pkg: version(pkg) for pkg in ("vidur", "scikit-learn")},
+    }
+    digest.update(json.dumps(recipe, sort_keys=True).encode())
+    for path in (*layout.profile_files(), FIT_JSON):
+        if path.exists():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _fit_tables(layout: Layout, vidur_cache_dir: Path) -> dict[str, np.ndarray]:
+    """Cold path: fit Vidur's predictor (quietly: Vidur logs to stdout) and tabulate it."""
+    from sim.hardware.vidur_predictor import LocalProfilePredictor, prediction_tables
+
+    vidur_logger = logging.getLogger("vidur")
+    level = vidur_logger.level
+    vidur_logger.setLevel(logging.WARNING)
+    try:
+        return prediction_tables(LocalProfilePredictor(layout, str(vidur_cache_dir)))
+    finally:
+        vidur_logger.setLevel(level)
+
+
+def cache_entry(layout: Layout, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Our cache folder for the layout's current profiles: ``tables.npz`` and, under
+    ``VIDUR_SUBDIR``, Vidur's own predictor cache (its keys are not content hashes)."""
+    root = Path(cache_dir or default_cache_dir())
+    return root / f"{layout.model}-{layout.device}-tp{layout.tensor_parallel}-{content_hash(layout)}"
+
+
+def load_tables(layout: Layout, cache_dir: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
+    """The prediction tables of a layout, fitting Vidur's predictor first if not cached."""
+    entry = cache_entry(layout, cache_dir)
+    tables_file = entry / "tables.npz"
+    if not tables_file.exists():
+        print(
+            f"llumsim: fitting Vidur's predictor for {layout.model} on {layout.device} "
+            f"(first run, ~{COLD_START_HINT_S} s)…",
+            file=sys.stderr,
+        )
+        tables = _fit_tables(layout, entry / VIDUR_SUBDIR)
+        with tempfile.NamedTemporaryFile(dir=entry, suffix=".npz", delete=False) as handle:
+            np.savez(handle, **tables)
+        os.replace(handle.name, tables_file)  # atomic: concurrent cold starts are safe
+    with np.load(tables_file) as saved:
+        return {name: saved[name] for name in saved.files}
+
+
+def _fitted_overheads() -> tuple[float, float]:
+    constants = json.loads(FIT_JSON.read_text())["constants"]
+    return constants["overhead_base_ms"], constants["overhead_per_request_ms"]
+
+
+class ReplicaModel:
+    """Iteration time and KV capacity of one instance (all its tensor-parallel GPUs)."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        tables: dict[str, np.ndarray],
+        *,
+        block_size: int,
+        kv_capacity_blocks: int,
+        kv_bytes_per_token: int,
+    ) -> None:
+        replica = layout.replica_config()
+        self.model = layout.model
+        self.device = layout.device
+        self.tensor_parallel = layout.tensor_parallel
+        self.block_size = block_size
+        self.kv_capacity_blocks = kv_capacity_blocks
+        self.kv_bytes_per_token = kv_bytes_per_token
+        self._num_layers = replica.num_layers_per_pipeline_stage
+        self._batching_overhead = settings.decode_batching_overhead(
+            settings.predictor_config(layout, cache_dir=""), replica.model_config
+        )
+        self._overhead_base_ms, self._overhead_per_request_ms = _fitted_overheads()
+        # Python lists: scalar indexing is several times faster than on numpy arrays.
+        self._block_token_ms = tables["block_token_ms"].tolist()
+        self._attn_decode_ms = tables["attn_decode_ms"].tolist()
+        self._attn_prefill_ms = tables["attn_prefill_ms"].tolist()
+        self._memo: dict[LookupKey, float] = {}
+
+    def batch_time(
+        self, prefills: Sequence[tuple[int, int]], num_decodes: int, decode_kv_tokens: int
+    ) -> float:
+        """Seconds for one iteration.
+
+        ``prefills``: (q_tokens, kv_tokens after this iteration) per prefilling request
+        (a fresh prefill has q == kv); ``num_decodes`` requests decode one token each, and
+        ``decode_kv_tokens`` is the sum of their KV tokens after this iteration.
+        Memoised on Vidur's lookup key, so a repeat costs a key computation and a dict hit.
+        """
+        key = lookup_key(prefills, num_decodes, decode_kv_tokens)
+        try:
+            return self._memo[key]
+        except KeyError:
+            seconds = self._memo[key] = self._evaluate(key)
+            return seconds
+
+    def prefill_time(self, tokens: int) -> float:
+        """Seconds to prefill one fresh sequence of ``tokens`` tokens on an idle instance."""
+        return self.batch_time(((tokens, tokens),), 0, 0)
+
+    def decode_time(self, batch_size: int, kv_tokens_per_request: int) -> float:
+        """Seconds for one decode step of ``batch_size`` requests of equal context."""
+        return self.batch_time((), batch_size, batch_size * kv_tokens_per_request)
+
+    def _evaluate(self, key: LookupKey) -> float:
+        num_tokens, decode_batch, decode_kv, chunks, num_requests = key
+        _check(num_requests > 0, "empty batch: no prefills and no decodes")
+        _check(
+            num_tokens <= settings.MAX_TOKENS,
+            f"{num_tokens} tokens in one iteration; the profiles cover {settings.MAX_TOKENS}",
+        )
+        block_ms = self._block_token_ms[num_tokens]
+        if decode_batch:
+            _check(
+                decode_batch <= settings.MAX_DECODE_BATCH,
+                f"{decode_batch} decodes in one iteration; the profiles cover "
+                f"{settings.MAX_DECODE_BATCH}",
+            )
+            _check(
+                0 < decode_kv <= settings.MAX_TOKENS,
+                f"mean decode KV of {decode_kv} tokens (rounded); must be in 1.."
+                f"{settings.MAX_TOKENS} (decode_kv_tokens counts each request's new token too)",
+            )
+            block_ms += decode_attention_ms(
+                self._attn_decode_ms[decode_batch][decode_kv // KV_GRANULARITY],
+                decode_batch,
+                self._batching_overhead,
+            )
+        for kv_tokens, chunk in chunks:
+            _check(
+                0 < chunk <= kv_tokens <= settings.MAX_TOKENS,
+                f"prefill chunk {chunk} with KV {kv_tokens} (rounded); need 0 < q <= kv <= "
+                f"{settings.MAX_TOKENS} (kv counts the tokens of this iteration)",
+            )
+            block_ms += self._attn_prefill_ms[kv_tokens // KV_GRANULARITY][
+                chunk // PREFILL_CHUNK_ROUNDING
+            ]
+        return iteration_seconds(
+            self._num_layers,
+            block_ms,
+            self._overhead_base_ms,
+            self._overhead_per_request_ms,
+            num_requests,
+        )
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+def load_replica_model(
+    model: str = "llama-7b",
+    device: str = "a10",
+    tensor_parallel: int | None = None,
+    *,
+    block_size: int = 16,
+    gpu_memory_utilization: float = 0.9,
+    max_batched_tokens: int = 12800,
+    kv_capacity_blocks: int | None = None,
+    cache_dir: str | None = None,
+) -> ReplicaModel:
+    """A ready replica model; the first call per profile version fits Vidur's predictor.
+
+    ``kv_capacity_blocks=None`` sizes the KV cache like vLLM (``memory``); a number
+    overrides it. ``max_batched_tokens`` is the per-iteration token budget the activation
+    reserve is sized for.
+    """
+    layout = find_layout(model, device, tensor_parallel)
+    _check(
+        0 < max_batched_tokens <= settings.MAX_TOKENS,
+        f"max_batched_tokens must be in 1..{settings.MAX_TOKENS} (the profiled range), "
+        f"got {max_batched_tokens}",
+    )
+    planner = ProfileRunMemoryPlanner(
+        layout.replica_config(),
+        CacheConfig(block_size=block_size),
+        gpu_memory_utilization,
+        max_batched_tokens,
+    )
+    _check(
+        kv_capacity_blocks is None or kv_capacity_blocks >= 1,
+        f"kv_capacity_blocks must be >= 1, got {kv_capacity_blocks}",
+    )
+    return ReplicaModel(
+        layout,
+        load_tables(layout, cache_dir),
+        block_size=block_size,
+        kv_capacity_blocks=(
+            planner.get_num_blocks() if kv_capacity_blocks is None else kv_capacity_blocks
+        ),
+        kv_bytes_per_token=planner.kv_bytes_per_token_per_device() * layout.tensor_parallel,
+    )
