@@ -49,7 +49,7 @@ from sim.hardware.timing import (
 
 # Not fitted: the calibration rows cannot separate a per-kernel cost from the efficiencies
 # (the fit drives it to zero). 3 µs is what the smallest kernels take on the same GA102 die
-# in Vidur's published A40 profiles (2-4 µs for norms and adds at a few tokens).
+# in Vidur's published A40 profiles (1-4 µs for norms, adds and RoPE at a few tokens).
 FIXED = {"kernel_overhead_us": 3.0}
 # Starting point and bounds of the fitted constants (physically plausible ranges).
 START_AND_BOUNDS = {
@@ -305,7 +305,8 @@ fitted to the end-to-end A10 timings of the Llumnix artifact (Figure 10, in
 {constant_lines}
 
 `kernel_overhead_us` is fixed: the rows cannot separate it from the efficiencies. 3 µs is what
-the smallest kernels take on the same GA102 die in Vidur's published A40 profiles.
+the smallest kernels take on the same GA102 die in Vidur's published A40 profiles
+(1–4 µs for norms, adds and RoPE at a few tokens).
 
 ## Fit (the performance model at the predictor's lookup keys)
 

@@ -103,6 +103,7 @@ def load_tables(layout: Layout, cache_dir: str | os.PathLike | None = None) -> d
             f"(first run, ~{COLD_START_HINT_S} s)…",
             file=sys.stderr,
         )
+        entry.mkdir(parents=True, exist_ok=True)
         tables = _fit_tables(layout, entry / VIDUR_SUBDIR)
         with tempfile.NamedTemporaryFile(dir=entry, suffix=".npz", delete=False) as handle:
             np.savez(handle, **tables)
