@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from sim.config import load_config
+from sim.hardware.transfer import TransferModel
 from sim.workload import Workload
 
 
@@ -67,3 +68,14 @@ def make_config(**sections):
     """A config from nested dicts, e.g. make_config(cluster={'instances': 2})."""
     return load_config(base={"name": "test", **sections})
 
+
+
+def make_transfer(stage_latency: float = 0.01, bandwidth: float = 2.5e9) -> TransferModel:
+    """A LLaMA-7B-sized KV transfer model with explicit constants."""
+    return TransferModel(
+        block_bytes=16 * 524_288,
+        tensor_parallel=1,
+        stage_latency=stage_latency,
+        gpu_bandwidth=bandwidth,
+        network_bandwidth=bandwidth,
+    )

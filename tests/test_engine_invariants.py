@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sim.engine.simulation import Simulation
 from sim.instance.request import RequestState
 from sim.metrics import request_table
-from tests.doubles import LinearTimer, make_config, make_workload
+from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 
 
 @st.composite
@@ -34,7 +34,8 @@ def scenarios(draw):
         "max_batch_size": draw(st.integers(1, 8)),
         "max_batched_tokens": draw(st.integers(64, 2048)),
         "watermark": draw(st.sampled_from([0.0, 0.05])),
-        "scheduler": draw(st.sampled_from(["round-robin", "infaas++"])),
+        "scheduler": draw(st.sampled_from(["round-robin", "infaas++", "llumnix", "llumnix-base"])),
+        "mode": draw(st.sampled_from(["live", "blocking", "recompute"])),
     }
 
 
@@ -48,14 +49,17 @@ def build(s) -> Simulation:
             "watermark_fraction": s["watermark"],
         },
         workload={"priority": {"tiers": s["tiers"]}},
-        scheduler={"name": s["scheduler"], "load_report_interval": 0.2},
+        scheduler={"name": s["scheduler"], "load_report_interval": 0.2, "pairing_every": 1},
+        migration={"mode": s["mode"], "last_stage_blocks": 2},
     )
     workload = make_workload(s["arrival"], s["prompt"], s["output"], s["tier"])
-    return Simulation(config, LinearTimer(capacity_blocks=s["capacity"]), workload)
+    return Simulation(
+        config, LinearTimer(capacity_blocks=s["capacity"]), workload, transfer=make_transfer()
+    )
 
 
 @given(scenarios())
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_blocks_and_requests_are_conserved(s):
     simulation = build(s)
     simulation.check_every_step = True  # free + allocated == capacity after every iteration
@@ -72,6 +76,12 @@ def test_blocks_and_requests_are_conserved(s):
     for runtime in simulation.instances.values():
         ledger = runtime.llumlet.ledger
         assert ledger.allocated == 0 and ledger.reserved == 0 and ledger.free == ledger.capacity
+    # every migration ended committed or aborted with a reason
+    for record in result.migrations:
+        assert record.outcome in ("committed", "aborted")
+        assert (record.outcome == "aborted") == bool(record.abort_reason)
+    committed = sum(r.outcome == "committed" for r in result.migrations)
+    assert committed == sum(r.migrations for r in result.requests)
 
 
 def _table_bytes(simulation: Simulation) -> bytes:

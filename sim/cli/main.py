@@ -17,6 +17,7 @@ from sim.config import ConfigError
 COMMANDS = {
     "run": "sim.cli.run",
     "calibrate": "sim.cli.calibrate",
+    "bench": "sim.cli.bench",
 }
 
 

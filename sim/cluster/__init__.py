@@ -8,10 +8,12 @@ from sim.cluster.base import (
     InfaasScheduler,
     RoundRobinScheduler,
 )
+from sim.cluster.llumnix import LlumnixBaseScheduler, LlumnixScheduler
 from sim.config import ConfigError, SchedulerConfig
 
 SCHEDULERS: dict[str, type[GlobalScheduler]] = {
-    cls.name: cls for cls in (RoundRobinScheduler, InfaasScheduler)
+    cls.name: cls
+    for cls in (RoundRobinScheduler, InfaasScheduler, LlumnixBaseScheduler, LlumnixScheduler)
 }
 
 
@@ -28,6 +30,8 @@ __all__ = [
     "DispatchInfo",
     "GlobalScheduler",
     "InfaasScheduler",
+    "LlumnixBaseScheduler",
+    "LlumnixScheduler",
     "RoundRobinScheduler",
     "SCHEDULERS",
     "make_scheduler",

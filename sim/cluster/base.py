@@ -27,7 +27,8 @@ class GlobalScheduler(ABC):
     """Base class: keeps the live instance set and the latest report of each instance."""
 
     name: ClassVar[str]
-    migrates: ClassVar[bool] = False
+    migrates: ClassVar[bool] = False  # pairs instances for migration
+    uses_tiers: ClassVar[bool] = False  # instances honour tiers (headroom, queue priority)
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
@@ -68,9 +69,9 @@ class GlobalScheduler(ABC):
     def choose(self, request: DispatchInfo) -> int:
         """Policy: the dispatch target."""
 
-    def migration_pairs(self) -> list[tuple[int, int]]:
-        """(source, destination) pairs to start migrating between; none by default."""
-        return []
+    def migration_pairs(self) -> dict[int, int]:
+        """Current pairing, source -> destination; none for schedulers that do not migrate."""
+        return {}
 
 
 class RoundRobinScheduler(GlobalScheduler):
@@ -86,6 +87,19 @@ class RoundRobinScheduler(GlobalScheduler):
         target = self.instances[self._next % len(self.instances)]
         self._next += 1
         return target
+
+
+class FixedPlacementScheduler(GlobalScheduler):
+    """Dispatch the i-th request to ``targets[i]``: for experiments that decide where load sits."""
+
+    name = "fixed-placement"
+
+    def __init__(self, targets: list[int], config: SchedulerConfig | None = None) -> None:
+        super().__init__(config or SchedulerConfig(name=self.name, count_dispatched_load=False))
+        self._targets = iter(targets)
+
+    def choose(self, request: DispatchInfo) -> int:
+        return next(self._targets)
 
 
 class InfaasScheduler(GlobalScheduler):

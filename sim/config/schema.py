@@ -151,17 +151,88 @@ class WorkloadConfig:
 
 
 @dataclass
+class HeadroomConfig:
+    """K-tier headroom: tier p reserves H_p = M * h_max * exp(-decay * p) blocks while it runs."""
+
+    h_max: float = 0.20
+    decay: float = 1.0  # lambda: how fast headroom shrinks from one tier to the next
+    lowest_tier_none: bool = True  # the background tier (K-1) gets no headroom
+    max_total: float = 0.5  # cap on the headroom of all tiers together, as a fraction of M
+    blocks: Optional[list[float]] = None  # explicit per-tier headroom, e.g. [100, 0] (the paper's scheme)
+
+    def __post_init__(self) -> None:
+        _require(0 <= self.h_max <= 1, f"h_max: must be in [0, 1], got {self.h_max}")
+        _require(self.decay >= 0, f"decay: must be >= 0, got {self.decay}")
+        _require(0 <= self.max_total <= 1, f"max_total: must be in [0, 1], got {self.max_total}")
+        _require(
+            self.blocks is None or all(b >= 0 for b in self.blocks),
+            f"blocks: headroom must be >= 0 blocks, got {self.blocks}",
+        )
+
+
+@dataclass
 class SchedulerConfig:
-    """The global scheduler and how often instances report load to it."""
+    """The global scheduler, how often instances report load, and Llumnix's knobs."""
 
     name: str = "infaas++"
     load_report_interval: float = 0.05  # seconds between load reports (Llumnix polls at 50 ms)
     count_dispatched_load: bool = True  # add a dispatched request's demand to the view until the next report
+    pairing_every: int = 4  # migration pairing every N load reports (Llumnix artifact: 4)
+    source_below: float = 3.0  # F_full under this makes an instance a migration source
+    destination_above: float = 3.0  # F_full over this makes an instance a migration destination
+    headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
 
     def __post_init__(self) -> None:
         _require(
             self.load_report_interval > 0,
             f"load_report_interval: must be > 0 s, got {self.load_report_interval}",
+        )
+        _require(self.pairing_every >= 1, f"pairing_every: must be >= 1, got {self.pairing_every}")
+        _require(
+            self.destination_above >= self.source_below,
+            f"destination_above: must be >= source_below ({self.source_below}), "
+            f"got {self.destination_above}",
+        )
+
+
+@dataclass
+class TransferConfig:
+    """KV-cache transfer model overrides (None: the A10 calibration)."""
+
+    stage_latency: Optional[float] = None  # seconds per stage: pre-allocate, ACK, send set-up
+    gpu_bandwidth: Optional[float] = None  # bytes/s one GPU moves (GPU->CPU staging + Gloo)
+    network_bandwidth: Optional[float] = None  # bytes/s one instance's network link carries
+
+    def __post_init__(self) -> None:
+        for name in ("stage_latency", "gpu_bandwidth", "network_bandwidth"):
+            value = getattr(self, name)
+            _require(value is None or value > 0, f"{name}: must be > 0, got {value}")
+
+
+@dataclass
+class MigrationConfig:
+    """How a request moves between instances (used by the llumnix schedulers)."""
+
+    mode: Literal["live", "blocking", "recompute"] = "live"
+    last_stage_blocks: int = 16  # enter the last stage when at most this many blocks remain
+    max_stages: int = 3  # the stage after this many is the last one regardless
+    colocated_slowdown: float = 0.01  # iterations overlapping a copy take this much longer
+    prealloc_timeout: float = 10.0  # seconds before a destination frees an orphaned reservation
+    transfer: TransferConfig = field(default_factory=TransferConfig)
+
+    def __post_init__(self) -> None:
+        _require(
+            self.last_stage_blocks >= 1,
+            f"last_stage_blocks: must be >= 1, got {self.last_stage_blocks}",
+        )
+        _require(self.max_stages >= 1, f"max_stages: must be >= 1, got {self.max_stages}")
+        _require(
+            0 <= self.colocated_slowdown < 1,
+            f"colocated_slowdown: must be in [0, 1), got {self.colocated_slowdown}",
+        )
+        _require(
+            self.prealloc_timeout > 0,
+            f"prealloc_timeout: must be > 0 s, got {self.prealloc_timeout}",
         )
 
 
@@ -191,6 +262,7 @@ class SimulationConfig:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    migration: MigrationConfig = field(default_factory=MigrationConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
     def __post_init__(self) -> None:

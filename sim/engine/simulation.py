@@ -17,7 +17,15 @@ import simpy
 from sim.cluster import DispatchInfo, GlobalScheduler, make_scheduler
 from sim.config import ConfigError, SimulationConfig
 from sim.instance.llumlet import BatchTimer, Llumlet, LlumletLimits
+from sim.instance.migration import (
+    MigrationRecord,
+    MigrationSettings,
+    TransferModel,
+    migrate,
+    select_request,
+)
 from sim.instance.request import Request
+from sim.instance.virtual_usage import tier_headroom_blocks
 
 
 @dataclass
@@ -50,7 +58,8 @@ class SimulationResult:
     workload_description: str
     interrupted: bool = False
     batches: int = 0
-    extra: dict = field(default_factory=dict)
+    migrations: list[MigrationRecord] = field(default_factory=list)
+    batch_log: list[tuple] = field(default_factory=list)  # (instance, start, duration, prefill, size)
 
 
 INSTANCE_SAMPLE_COLUMNS = (
@@ -77,11 +86,14 @@ class Simulation:
         replica_model: BatchTimer | None = None,
         workload=None,
         root: Path | None = None,
+        transfer: TransferModel | None = None,
+        record_batches: bool = False,
+        scheduler: GlobalScheduler | None = None,
     ) -> None:
         self.config = config
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
-        self.scheduler: GlobalScheduler = make_scheduler(config.scheduler)
+        self.scheduler: GlobalScheduler = scheduler or make_scheduler(config.scheduler)
         self.workload = workload if workload is not None else _load_workload(config, root)
         self.model = replica_model if replica_model is not None else _load_model(config)
         cluster = config.cluster
@@ -95,6 +107,33 @@ class Simulation:
             watermark_blocks=int(cluster.watermark_fraction * capacity),
             tiers=tiers,
         )
+        self.headroom = (
+            tier_headroom_blocks(
+                capacity,
+                tiers,
+                h_max=config.scheduler.headroom.h_max,
+                decay=config.scheduler.headroom.decay,
+                lowest_tier_none=config.scheduler.headroom.lowest_tier_none,
+                max_total=config.scheduler.headroom.max_total,
+                explicit=config.scheduler.headroom.blocks,
+            )
+            if self.scheduler.uses_tiers
+            else []
+        )
+        migration = config.migration
+        self.migration_settings = MigrationSettings(
+            mode=migration.mode,
+            last_stage_blocks=migration.last_stage_blocks,
+            max_stages=migration.max_stages,
+        )
+        self.transfer = transfer
+        if self.scheduler.migrates and self.transfer is None:
+            self.transfer = _load_transfer(config, self.model)
+        self.pairing: dict[int, int] = {}
+        self.migrations: list[MigrationRecord] = []
+        self.in_flight: list[simpy.Process] = []  # migration processes
+        self.record_batches = record_batches
+        self.batch_log: list[tuple] = []
         self.instances: dict[int, InstanceRuntime] = {}
         self.requests: list[Request] = []
         self.done_count = 0
@@ -117,11 +156,15 @@ class Simulation:
             self.model,
             clock=lambda: self.env.now,
             on_done=self._request_done,
+            headroom_blocks=self.headroom,
+            priority=self.scheduler.uses_tiers,
+            colocated_slowdown=self.config.migration.colocated_slowdown,
         )
         runtime = InstanceRuntime(llumlet=llumlet, started_at=self.env.now)
         self.instances[instance_id] = runtime
         runtime.process = self.env.process(self._instance_loop(runtime))
         self.scheduler.add_instance(instance_id)
+        self.scheduler.observe({instance_id: llumlet.report()})
         return instance_id
 
     def live_instances(self) -> list[InstanceRuntime]:
@@ -131,6 +174,9 @@ class Simulation:
         """Resume an idle instance's step loop after work arrived."""
         if runtime.wake is not None and not runtime.wake.triggered:
             runtime.wake.succeed()
+
+    def _wake_llumlet(self, llumlet: Llumlet) -> None:
+        self.wake(self.instances[llumlet.id])
 
     def _instance_loop(self, runtime: InstanceRuntime):
         llumlet = runtime.llumlet
@@ -144,7 +190,10 @@ class Simulation:
                 runtime.wake = None
                 continue
             llumlet.busy = True
-            yield env.timeout(llumlet.iteration_time(batch))
+            duration = llumlet.iteration_time(batch)
+            if self.record_batches:
+                self.batch_log.append((llumlet.id, env.now, duration, batch.is_prefill, batch.size))
+            yield env.timeout(duration)
             llumlet.complete(batch)
             self.batches += 1
             if self.check_every_step:
@@ -158,12 +207,22 @@ class Simulation:
         prompts = workload.prompt_tokens.tolist()
         outputs = workload.output_tokens.tolist()
         tiers = workload.tier.tolist()
-        for index, arrival in enumerate(arrivals):
+        index, count = 0, len(arrivals)
+        while index < count:
+            arrival = arrivals[index]
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            request = Request(index, arrival, prompts[index], outputs[index], tiers[index])
-            self.requests.append(request)
-            self.dispatch(request)
+            # requests arriving together are dispatched most critical tier first
+            end = index + 1
+            while end < count and arrivals[end] == arrival:
+                end += 1
+            batch = [
+                Request(i, arrival, prompts[i], outputs[i], tiers[i]) for i in range(index, end)
+            ]
+            self.requests.extend(batch)
+            for request in sorted(batch, key=lambda r: r.tier) if len(batch) > 1 else batch:
+                self.dispatch(request)
+            index = end
 
     def dispatch(self, request: Request) -> None:
         demand = -(-request.seq_len // self.limits.block_size)
@@ -184,14 +243,21 @@ class Simulation:
     def _load_reports(self, progress: Callable[[float], None] | None):
         interval = self.config.scheduler.load_report_interval
         sample_every = self.config.output.timeseries_interval
+        pairing_every = self.config.scheduler.pairing_every
         next_sample = 0.0
         scheduler = self.scheduler
+        rounds = 0
         while True:
             now = self.env.now
             reports = {
                 runtime.llumlet.id: runtime.llumlet.report() for runtime in self.live_instances()
             }
             scheduler.observe(reports)
+            rounds += 1
+            if scheduler.migrates and rounds % pairing_every == 0:
+                self.pairing = scheduler.migration_pairs()
+                for source in self.pairing:
+                    self._start_migration(source)
             if now >= next_sample:
                 self._sample(reports)
                 next_sample = now + sample_every
@@ -232,6 +298,55 @@ class Simulation:
             (now, len(reports), free_total, fragmented, queued)
         )
 
+    # ------------------------------------------------------------------ migration
+    def _start_migration(self, source_id: int) -> None:
+        """Start the next migration out of a paired source, if it is still a source."""
+        destination_id = self.pairing.get(source_id)
+        if destination_id is None:
+            return
+        source, destination = self.instances[source_id], self.instances[destination_id]
+        if not (source.alive and destination.alive):
+            return
+        if source.llumlet.migrating or destination.llumlet.migrating:
+            return
+        if source.llumlet.report().freeness_full >= self.config.scheduler.source_below:
+            return
+        request = select_request(source.llumlet)
+        if request is not None:
+            self.migrate_request(request, source_id, destination_id)
+
+    def migrate_request(self, request: Request, source_id: int, destination_id: int) -> MigrationRecord:
+        """Start moving ``request`` (running on ``source_id``) to ``destination_id`` now."""
+        source, destination = self.instances[source_id], self.instances[destination_id]
+        if request not in source.llumlet.running:
+            raise ValueError(f"request {request.id} is not running on instance {source_id}")
+        record = MigrationRecord(
+            id=len(self.migrations),
+            request_id=request.id,
+            source=source_id,
+            destination=destination_id,
+            mode=self.migration_settings.mode,
+            start=self.env.now,
+        )
+        self.migrations.append(record)
+        self.in_flight.append(self.env.process(self._migration(source, destination, request, record)))
+        return record
+
+    def _migration(self, source, destination, request, record):
+        yield from migrate(
+            self.env,
+            source.llumlet,
+            destination.llumlet,
+            request,
+            record,
+            self.migration_settings,
+            self.transfer,
+            self._wake_llumlet,
+        )
+        if record.outcome == "committed":
+            self._start_migration(source.llumlet.id)  # keep going while it is still a source
+        # after an abort the pair waits for the next pairing round
+
     # ------------------------------------------------------------------ run
     def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
         """Simulate until every request finished or aborted (or the time limit)."""
@@ -246,6 +361,10 @@ class Simulation:
         try:
             if len(self.workload):
                 env.run(until=stop)
+                # let migrations of requests that just finished reach their abort
+                pending = [p for p in self.in_flight if p.is_alive]
+                if pending and self.all_done.triggered:
+                    env.run(until=env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
         end = env.now
@@ -265,6 +384,8 @@ class Simulation:
             workload_description=self.workload.description,
             interrupted=interrupted,
             batches=self.batches,
+            migrations=self.migrations,
+            batch_log=self.batch_log,
         )
 
     def check(self) -> None:
@@ -289,6 +410,20 @@ def _load_model(config: SimulationConfig) -> BatchTimer:
         )
     except UnknownHardwareError as exc:
         raise ConfigError(f"cluster: {exc}") from None
+
+
+def _load_transfer(config: SimulationConfig, model) -> TransferModel:
+    from sim.hardware.transfer import load_transfer_model
+
+    overrides = config.migration.transfer
+    return load_transfer_model(
+        model.kv_bytes_per_token,
+        config.cluster.block_size,
+        getattr(model, "tensor_parallel", 1),
+        stage_latency=overrides.stage_latency,
+        gpu_bandwidth=overrides.gpu_bandwidth,
+        network_bandwidth=overrides.network_bandwidth,
+    )
 
 
 def _load_workload(config: SimulationConfig, root: Path | None):

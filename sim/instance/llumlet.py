@@ -1,26 +1,34 @@
 """The llumlet's local scheduler: vLLM-style continuous batching over paged KV blocks.
 
 Semantics (vLLM 0.2, which Llumnix builds on):
-* an iteration is either a prefill batch (waiting requests admitted FCFS while the token
-  budget, the batch-size cap and ``free - watermark`` blocks allow) or a decode step of every
-  running request; prefills go first whenever one can be admitted;
+* an iteration is either a prefill batch (waiting requests admitted in queue order while the
+  token budget, the batch-size cap and ``free - watermark`` blocks allow) or a decode step of
+  every running request; prefills go first whenever one can be admitted;
 * blocks persist and grow: a request needs ``ceil((prompt + generated) / block_size)`` blocks
   before each iteration, so it takes one more block every ``block_size`` decode steps;
 * when a running request cannot get its next block, the most recently admitted running
-  request is preempted by recompute: its blocks are freed and it goes back to the head of the
-  queue, to be prefilled again over ``prompt + generated`` tokens.
+  request (of the lowest priority, when tiers are honoured) is preempted by recompute: its
+  blocks are freed and it goes back to the head of the queue, to be prefilled again over
+  ``prompt + generated`` tokens.
+
+With ``priority`` on (Llumnix's scheduling priority) the queue is ordered by tier, FCFS
+within a tier; off, it is one FCFS queue whatever the tier.
 
 Speed: a decode step does not touch every running request. Each request's progress is kept
 lazily (``generated = base_generated + iterations since it joined``), and the two things that
 can happen to it — needing a block, finishing — are put on a calendar keyed by the decode
 iteration at which they happen. A step costs O(events due), not O(batch size).
+
+Migration hooks: a migration asks for a request's suspension (applied at the next iteration
+boundary), resumes it on abort, releases it after commit, and hands committed requests to
+the destination, which batches them from its next iteration.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Callable, Iterator, Optional, Protocol, Sequence
 
 from sim.instance.blocks import BlockLedger
 from sim.instance.load import LoadReport
@@ -71,8 +79,53 @@ class Batch:
         return len(self.requests) if self.is_prefill else self.num_decodes
 
 
+class WaitingQueue:
+    """Queued requests: one FCFS lane, or one lane per tier served most critical first."""
+
+    def __init__(self, lanes: int) -> None:
+        self._lanes = [deque() for _ in range(lanes)]
+        self._length = 0
+
+    def _lane(self, request: Request) -> deque:
+        return self._lanes[request.tier if len(self._lanes) > 1 else 0]
+
+    def push(self, request: Request, front: bool = False) -> None:
+        if front:
+            self._lane(request).appendleft(request)
+        else:
+            self._lane(request).append(request)
+        self._length += 1
+
+    def head(self) -> Request:
+        for lane in self._lanes:
+            if lane:
+                return lane[0]
+        raise IndexError("empty queue")
+
+    def pop_head(self) -> Request:
+        for lane in self._lanes:
+            if lane:
+                self._length -= 1
+                return lane.popleft()
+        raise IndexError("empty queue")
+
+    def remove(self, request: Request) -> None:
+        self._lane(request).remove(request)
+        self._length -= 1
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __bool__(self) -> bool:
+        return self._length > 0
+
+    def __iter__(self) -> Iterator[Request]:
+        for lane in self._lanes:
+            yield from lane
+
+
 class Llumlet:
-    """Local scheduler of one instance (the migration coordinator builds on its hooks)."""
+    """Local scheduler of one instance, with its load report and migration hooks."""
 
     def __init__(
         self,
@@ -82,21 +135,24 @@ class Llumlet:
         clock: Callable[[], float],
         on_done: Callable[[Request], None] = lambda request: None,
         headroom_blocks: Sequence[float] = (),
+        priority: bool = False,
+        colocated_slowdown: float = 0.0,
     ) -> None:
         self.id = instance_id
-        self.headroom_blocks = tuple(headroom_blocks)
-        self.running_per_tier = [0] * limits.tiers
-        self.draining = False
-        self.migrating = False
         self.limits = limits
         self.timer = timer
         self.clock = clock
         self.on_done = on_done
+        self.headroom_blocks = tuple(headroom_blocks)
+        self.priority = priority
+        self.colocated_slowdown = colocated_slowdown
         self.ledger = BlockLedger(limits.capacity_blocks)
-        self.waiting: deque[Request] = deque()
+        self.waiting = WaitingQueue(limits.tiers if priority else 1)
         self.running: dict[Request, None] = {}  # admission order: the last one is preempted first
+        self.running_per_tier = [0] * limits.tiers
         self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
         self.joining: list[Request] = []  # committed inbound migrations, batched from the next step
+        self._suspensions: list[tuple[Request, Callable[[bool], None]]] = []
         self.waiting_demand = 0  # blocks the queued requests need to be admitted
         self.iteration = 0  # completed decode iterations
         self.seq_sum = 0  # sum of seq_len over running requests
@@ -104,33 +160,34 @@ class Llumlet:
         self._finish_due: dict[int, list[tuple[Request, int]]] = {}
         self._admissions = 0
         self.busy = False
+        self.draining = False
+        self.migrating = False  # a migration touching this instance is in flight
+        self.copying = 0  # migration stages copying to or from this instance right now
+        self.batch_started = 0.0
         self.preemptions = 0
-        self.batches = 0
 
     # ------------------------------------------------------------------ request entry
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.limits.block_size)
 
-    def enqueue(self, request: Request) -> None:
-        """A dispatched request joins the back of the queue."""
+    def enqueue(self, request: Request, front: bool = False) -> None:
+        """A dispatched (or recompute-migrated, ``front``) request joins the queue."""
         request.state = RequestState.QUEUED
         request.instance = self.id
         request.instances.append(self.id)
-        self.waiting.append(request)
+        self.waiting.push(request, front)
         self.waiting_demand += self.blocks_for(request.seq_len)
 
     @property
     def head_demand(self) -> int:
         """Blocks the head-of-line queued request needs (0 when nothing is queued)."""
-        return self.blocks_for(self.waiting[0].seq_len) if self.waiting else 0
-
-    @property
-    def has_work(self) -> bool:
-        return bool(self.waiting or self.running or self.joining)
+        return self.blocks_for(self.waiting.head().seq_len) if self.waiting else 0
 
     # ------------------------------------------------------------------ iterations
     def next_batch(self) -> Optional[Batch]:
         """Form the next iteration at a step boundary (None: nothing to run)."""
+        if self._suspensions:
+            self._apply_suspensions()
         if self.joining:
             for request in self.joining:
                 self._join_running(request)
@@ -148,14 +205,18 @@ class Llumlet:
             # the decode step preempted every running request: they are queued now
 
     def iteration_time(self, batch: Batch) -> float:
+        self.batch_started = self.clock()
         if batch.is_prefill:
-            return self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
-        return self.timer.batch_time((), batch.num_decodes, batch.kv_tokens)
+            seconds = self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
+        else:
+            seconds = self.timer.batch_time((), batch.num_decodes, batch.kv_tokens)
+        if self.copying:
+            seconds *= 1.0 + self.colocated_slowdown
+        return seconds
 
     def complete(self, batch: Batch) -> None:
         """Apply the effects of a finished iteration: tokens generated, requests finished."""
         now = self.clock()
-        self.batches += 1
         if batch.is_prefill:
             for request in batch.requests:
                 request.generated += 1
@@ -164,6 +225,9 @@ class Llumlet:
                 if request.preempted_at is not None:
                     request.preemption_loss += now - request.preempted_at
                     request.preempted_at = None
+                record = request.migration
+                if record is not None and record.destination == self.id:
+                    record.rebuilt(now, self.batch_started)
                 if request.generated >= request.output_tokens:
                     self._finish(request, now, joined=False)
                 else:
@@ -184,17 +248,17 @@ class Llumlet:
         budget = limits.max_batched_tokens
         seats = limits.max_batch_size - len(self.running) - len(self.suspended)
         while self.waiting:
-            request = self.waiting[0]
+            request = self.waiting.head()
             q = request.seq_len
             need = self.blocks_for(q)
             if q > limits.max_batched_tokens or need > limits.capacity_blocks - limits.watermark_blocks:
-                self.waiting.popleft()
+                self.waiting.pop_head()
                 self.waiting_demand -= need
                 self.abort(request, "exceeds_instance_limits")
                 continue
             if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
                 break
-            self.waiting.popleft()
+            self.waiting.pop_head()
             self.waiting_demand -= need
             self.ledger.allocate(request, need)
             request.state = RequestState.RUNNING
@@ -212,12 +276,15 @@ class Llumlet:
         step = self.iteration + 1
         due = self._block_due.pop(step, None)
         if due:
-            due.sort(key=lambda item: item[0].admit_seq)
+            if self.priority:
+                due.sort(key=lambda item: (item[0].tier, item[0].admit_seq))
+            else:
+                due.sort(key=lambda item: item[0].admit_seq)
             for request, epoch in due:
                 if request.epoch != epoch:
                     continue  # left the batch (finished, preempted, suspended) meanwhile
                 while self.ledger.free < 1:
-                    victim = next(reversed(self.running))
+                    victim = self._preemption_victim()
                     self._preempt(victim)
                     if victim is request:
                         break
@@ -246,6 +313,10 @@ class Llumlet:
         self.running[request] = None
         self.running_per_tier[request.tier] += 1
         self.seq_sum += request.seq_len
+        record = request.migration
+        if record is not None and record.destination == self.id:
+            record.rejoined(self.clock())
+            request.migration = None
         first_block_step = (
             self.iteration + self.limits.block_size * request.blocks - request.seq_len + 2
         )
@@ -269,6 +340,13 @@ class Llumlet:
         else:
             bucket.append(entry)
 
+    def _preemption_victim(self) -> Request:
+        """The most recently admitted running request (of the lowest priority, if tiered)."""
+        if not self.priority:
+            return next(reversed(self.running))
+        lowest = max(t for t, count in enumerate(self.running_per_tier) if count)
+        return next(r for r in reversed(self.running) if r.tier == lowest)
+
     def _preempt(self, request: Request) -> None:
         """Preemption by recompute: free the blocks, requeue at the head."""
         self._leave_running(request)
@@ -279,7 +357,7 @@ class Llumlet:
         if request.preempted_at is None:
             request.preempted_at = self.clock()
             request.progress_at_preemption = request.generated
-        self.waiting.appendleft(request)
+        self.waiting.push(request, front=True)
         self.waiting_demand += self.blocks_for(request.seq_len)
 
     def _finish(self, request: Request, now: float, joined: bool) -> None:
@@ -300,6 +378,44 @@ class Llumlet:
         request.abort_reason = reason
         request.finish_time = self.clock()
         self.on_done(request)
+
+    # ------------------------------------------------------------------ migration hooks
+    def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None:
+        """Take a running request out of the batch at the next iteration boundary; ``answer``
+        gets False if it is no longer running by then."""
+        if request not in self.running:
+            answer(False)
+            return
+        self._suspensions.append((request, answer))
+        if not self.busy:
+            self._apply_suspensions()
+
+    def _apply_suspensions(self) -> None:
+        pending, self._suspensions = self._suspensions, []
+        for request, answer in pending:
+            if request in self.running:
+                self._leave_running(request)
+                self.suspended[request] = None
+                request.state = RequestState.SUSPENDED
+                answer(True)
+            else:
+                answer(False)
+
+    def resume(self, request: Request) -> None:
+        """An aborted migration gives a suspended request back to this batch."""
+        del self.suspended[request]
+        self.joining.append(request)
+
+    def release_suspended(self, request: Request) -> None:
+        """After commit (or a recompute hand-over) the source drops its copy."""
+        del self.suspended[request]
+        self.ledger.release(request)
+
+    def admit_migrated(self, request: Request) -> None:
+        """A committed inbound request joins this batch from the next iteration."""
+        request.instance = self.id
+        request.instances.append(self.id)
+        self.joining.append(request)
 
     # ------------------------------------------------------------------ load
     def report(self) -> LoadReport:
@@ -338,6 +454,11 @@ class Llumlet:
             self.ledger.free - self.head_demand < self.limits.watermark_blocks
         )
 
+    @property
+    def is_empty(self) -> bool:
+        """No request lives here any more (a drained instance can be removed)."""
+        return not (self.waiting or self.running or self.suspended or self.joining)
+
     # ------------------------------------------------------------------ invariants
     def holders(self) -> list[Request]:
         """Every request that may hold blocks here."""
@@ -355,3 +476,5 @@ class Llumlet:
                 f"request {request.id} holds {request.blocks} blocks for {seq - 1} resident tokens"
             )
         assert seq_sum == self.seq_sum, f"seq_sum drifted: {self.seq_sum} != {seq_sum}"
+        assert sum(self.running_per_tier) == len(self.running)
+        assert len(self.waiting) == sum(1 for _ in self.waiting)

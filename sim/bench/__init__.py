@@ -1,0 +1,1 @@
+"""Micro-experiments that reproduce the paper's measurements inside the simulator."""

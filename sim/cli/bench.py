@@ -1,0 +1,47 @@
+"""Reproduce a paper measurement inside the simulator (bench migration: Figure 10)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="bench", required=True)
+    migration = sub.add_parser(
+        "migration",
+        help="downtime of live, blocking and recompute migration vs sequence length (7B, 30B)",
+    )
+    migration.add_argument("--json", action="store_true", help="print one JSON document")
+    migration.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG of downtime vs length")
+    migration.add_argument(
+        "--model", action="append", dest="models", help="llama-7b and/or llama-30b (default: both)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from sim.bench.migration import format_rows, plot_rows, rows_as_dicts, run_bench
+
+    rows = run_bench(args.models or ("llama-7b", "llama-30b"))
+    if args.json:
+        document = {
+            "rows": [
+                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                for row in rows_as_dicts(rows)
+            ],
+            "all_ok": all(row.ok for row in rows),
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        print(format_rows(rows))
+        print(
+            "\nlive: <= 40 ms, 2 stages, within 30% of the A10 row (7B) or of the paper's "
+            "20-30 ms (30B); blocking and recompute: within 15% of the reference"
+        )
+    if args.plot:
+        plot_rows(rows, args.plot)
+        if not args.json:
+            print(f"wrote {args.plot}")
+    return 0 if all(row.ok for row in rows) else 1
