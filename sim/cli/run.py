@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def simulate(config: SimulationConfig, show_progress: bool = False) -> SimulationResult:
     """Build and run a simulation, with a progress bar on simulated time if asked."""
-    simulation = Simulation(config)
+    simulation = Simulation(config, record_batches=config.output.timeline)
     if not show_progress or len(simulation.workload) == 0:
         return simulation.run()
     from tqdm import tqdm

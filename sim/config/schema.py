@@ -243,6 +243,7 @@ class OutputConfig:
     dir: str = "results"
     timeseries_interval: float = 1.0  # seconds between instance samples
     plots: bool = True
+    timeline: bool = False  # write timeline.json (Perfetto / chrome://tracing): batches and migrations
     progress: Optional[bool] = None  # None: show a progress bar on a terminal
 
     def __post_init__(self) -> None:
