@@ -1,4 +1,5 @@
-"""Plots people would rather look at than read: latency CDFs and the cluster over time."""
+"""Plots people would rather look at than read: latency CDFs, the cluster over time, and
+migrations over time with their downtime."""
 
 from __future__ import annotations
 
@@ -61,6 +62,38 @@ def plot_cluster_timeline(
     axes[2].set_ylabel("instances")
     axes[2].set_xlabel("simulated time (s)")
     for ax in axes:
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_migrations(migrations: pd.DataFrame, end_time: float, path: Path, title: str) -> Path:
+    """Migrations started per time bin by outcome (aborts by reason), and the downtime
+    distribution of committed ones: is migration steady or bursty, and what does it cost?"""
+    fig, (over_time, downtime) = plt.subplots(1, 2, figsize=(14, 4))
+    edges = np.linspace(0.0, max(end_time, 1e-9), 61)
+    labels = migrations["outcome"].where(
+        migrations["outcome"] != "aborted", "aborted: " + migrations["abort_reason"]
+    )
+    for label in sorted(labels.unique(), key=lambda name: (name != "committed", name)):
+        counts, _ = np.histogram(migrations.loc[labels == label, "start"], bins=edges)
+        over_time.step(edges[:-1], counts, where="post", label=label, lw=1.0)
+    over_time.set_xlabel("simulated time (s)")
+    over_time.set_ylabel(f"migrations started per {edges[1]:.3g} s")
+    over_time.legend(fontsize=8)
+    committed_ms = migrations.loc[migrations["outcome"] == "committed", "downtime"].dropna() * 1e3
+    if len(committed_ms):
+        downtime.hist(committed_ms, bins=40, color="tab:blue")
+        for stat, value, style in (("mean", committed_ms.mean(), "--"),
+                                   ("p99", np.percentile(committed_ms, 99), ":")):
+            downtime.axvline(value, color="black", ls=style, lw=1, label=f"{stat} {value:.1f} ms")
+        downtime.legend(fontsize=8)
+    downtime.set_xlabel("downtime of committed migrations (ms)")
+    downtime.set_ylabel("migrations")
+    for ax in (over_time, downtime):
         ax.grid(True, alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()

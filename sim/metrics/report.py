@@ -11,30 +11,42 @@ import yaml
 
 from sim.config import to_dict
 from sim.engine.simulation import SimulationResult
-from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs
+from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs, plot_migrations
 from sim.metrics.summary import summarize
-from sim.metrics.tables import cluster_table, instance_table, request_table
+from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
+from sim.metrics.trace import write_timeline
 
 
 def write_run(result: SimulationResult, out_dir: Path, plots: bool = True) -> dict[str, Any]:
-    """Write requests.csv, instances.csv, cluster.csv, summary.json, config.yaml and plots."""
+    """Write requests.csv, instances.csv, cluster.csv, migrations.csv, summary.json,
+    config.yaml, plots, and timeline.json when ``output.timeline`` asks for it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     requests = request_table(result)
     instances = instance_table(result)
     cluster = cluster_table(result)
-    summary = summarize(result, requests, cluster)
+    migrations = migration_table(result)
+    summary = summarize(result, requests, cluster, migrations)
     requests.to_csv(out_dir / "requests.csv", index=False)
     instances.to_csv(out_dir / "instances.csv", index=False)
     cluster.to_csv(out_dir / "cluster.csv", index=False)
+    migrations.to_csv(out_dir / "migrations.csv", index=False)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(result.config), sort_keys=False))
-    files = ["requests.csv", "instances.csv", "cluster.csv", "config.yaml", "summary.json"]
+    files = [
+        "requests.csv", "instances.csv", "cluster.csv", "migrations.csv", "config.yaml", "summary.json"
+    ]
+    if result.config.output.timeline:
+        write_timeline(result, out_dir / "timeline.json")
+        files.append("timeline.json")
+    title = f"{result.config.name}: {result.config.scheduler.name}, {result.workload_description}"
     if plots and len(requests):
-        title = f"{result.config.name}: {result.config.scheduler.name}, {result.workload_description}"
         plot_latency_cdfs(requests, out_dir / "latency.png", title)
         plot_cluster_timeline(
             instances, cluster, result.capacity_blocks, out_dir / "timeline.png", title
         )
         files += ["latency.png", "timeline.png"]
+    if plots and len(migrations):
+        plot_migrations(migrations, result.end_time, out_dir / "migrations.png", title)
+        files.append("migrations.png")
     summary["files"] = files
     (out_dir / "summary.json").write_text(
         json.dumps(_strict_json(summary), indent=2, default=str, allow_nan=False)
@@ -99,6 +111,18 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"simulated {simulation['simulated_seconds']:.1f} s in {simulation['wall_seconds']:.1f} s wall "
         f"({simulation['requests_per_wall_second']:.0f} requests/wall-s, {simulation['batches']} batches)",
     ]
+    migration = summary["migration"]
+    if migration["total"]:
+        aborts = ", ".join(f"{reason} {n}" for reason, n in migration["abort_reasons"].items())
+        downtime, churn = migration["downtime"], migration["churn"]
+        lines.append(
+            f"migrations: {migration['committed']} committed, {migration['aborted']} aborted"
+            + (f" ({aborts})" if aborts else "")
+            + f"; downtime mean {_fmt(downtime['mean'])} p99 {_fmt(downtime['p99'])}; "
+            f"{churn['requests_migrated_3_or_more']} requests moved 3+ times, "
+            f"{churn['reversals']} reversals; instances migrating "
+            f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
+        )
     if summary["interrupted"]:
         lines.append("INTERRUPTED: partial results (requests still in flight are 'unfinished')")
     return "\n".join(lines)

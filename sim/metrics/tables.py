@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import astuple, fields
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from sim.engine.simulation import (
     INSTANCE_SAMPLE_COLUMNS,
     SimulationResult,
 )
+from sim.instance.migration import MigrationRecord
 from sim.instance.request import Request, RequestState
 
 REQUEST_COLUMNS = (
@@ -36,6 +38,10 @@ REQUEST_COLUMNS = (
     "migrations",
     "retries",
 )
+
+
+RECORD_COLUMNS = tuple(f.name for f in fields(MigrationRecord))
+MIGRATION_COLUMNS = RECORD_COLUMNS[:2] + ("request_tier",) + RECORD_COLUMNS[2:]
 
 
 def _nan(value):
@@ -93,3 +99,14 @@ def cluster_table(result: SimulationResult) -> pd.DataFrame:
     total = frame["instances"] * result.capacity_blocks
     frame["fragmented_fraction"] = np.where(total > 0, frame["fragmented_blocks"] / total, 0.0)
     return frame
+
+
+def migration_table(result: SimulationResult) -> pd.DataFrame:
+    """The migration log, one row per migration in start order, with the request's tier
+    (-1 if unknown) so churn and downtime can be read per tier without a join."""
+    tiers = {request.id: request.tier for request in result.requests}
+    rows = []
+    for record in result.migrations:
+        row = astuple(record)
+        rows.append(row[:2] + (tiers.get(record.request_id, -1),) + row[2:])
+    return pd.DataFrame(rows, columns=list(MIGRATION_COLUMNS))
