@@ -14,6 +14,23 @@ from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 
 
 @st.composite
+def faults(draw):
+    kind = draw(st.sampled_from(["scheduler_down", "instance_failure", "transfer_failure"]))
+    start = draw(st.floats(0.0, 20.0))
+    if kind == "scheduler_down":
+        return {"kind": kind, "start": start, "end": start + draw(st.floats(0.1, 10.0))}
+    if kind == "instance_failure":
+        return {
+            "kind": kind,
+            "at": start,
+            "instance": 0,
+            "on_failure": draw(st.sampled_from(["abort", "retry"])),
+            "restart_after": draw(st.one_of(st.none(), st.floats(0.0, 5.0))),
+        }
+    return {"kind": kind, "probability": draw(st.floats(0.05, 1.0))}
+
+
+@st.composite
 def scenarios(draw):
     n = draw(st.integers(1, 25))
     gaps = draw(st.lists(st.floats(0.0, 1.5), min_size=n, max_size=n))
@@ -36,6 +53,8 @@ def scenarios(draw):
         "watermark": draw(st.sampled_from([0.0, 0.05])),
         "scheduler": draw(st.sampled_from(["round-robin", "infaas++", "llumnix", "llumnix-base"])),
         "mode": draw(st.sampled_from(["live", "blocking", "recompute"])),
+        "faults": draw(st.lists(faults(), max_size=2)),
+        "autoscale": draw(st.booleans()),
     }
 
 
@@ -50,7 +69,9 @@ def build(s) -> Simulation:
         },
         workload={"priority": {"tiers": s["tiers"]}},
         scheduler={"name": s["scheduler"], "load_report_interval": 0.2, "pairing_every": 1},
-        migration={"mode": s["mode"], "last_stage_blocks": 2},
+        migration={"mode": s["mode"], "last_stage_blocks": 2, "prealloc_timeout": 1.0},
+        faults=s["faults"],
+        autoscale={"enabled": s["autoscale"], "sustain": 1.0, "max_instances": 4, "cold_start": 0.5},
     )
     workload = make_workload(s["arrival"], s["prompt"], s["output"], s["tier"])
     return Simulation(
@@ -60,7 +81,7 @@ def build(s) -> Simulation:
 
 @given(scenarios())
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_blocks_and_requests_are_conserved(s):
+def test_blocks_and_requests_are_conserved_under_migration_scaling_and_faults(s):
     simulation = build(s)
     simulation.check_every_step = True  # free + allocated == capacity after every iteration
     result = simulation.run()
@@ -72,8 +93,13 @@ def test_blocks_and_requests_are_conserved(s):
             assert request.generated == request.output_tokens
             assert request.first_token_time <= request.finish_time
         else:
-            assert request.abort_reason == "exceeds_instance_limits"
-    for runtime in simulation.instances.values():
+            assert request.abort_reason in (
+                "exceeds_instance_limits",
+                "instance_failed",
+                "no_live_instance",
+            )
+    assert result.leaked_blocks == 0
+    for runtime in simulation.live_instances():
         ledger = runtime.llumlet.ledger
         assert ledger.allocated == 0 and ledger.reserved == 0 and ledger.free == ledger.capacity
     # every migration ended committed or aborted with a reason

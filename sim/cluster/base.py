@@ -37,6 +37,7 @@ class GlobalScheduler(ABC):
         # demand dispatched to an instance since its last report (so a burst between two
         # reports does not all land on the instance that looked freest)
         self.pending_demand: dict[int, int] = {}
+        self.pairs: dict[int, int] = {}  # migration source -> destination (migrating schedulers)
 
     def add_instance(self, instance_id: int) -> None:
         if instance_id not in self.instances:

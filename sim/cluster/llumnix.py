@@ -10,7 +10,6 @@ until either side is back within the thresholds. An instance takes part in at mo
 from __future__ import annotations
 
 from sim.cluster.base import DispatchInfo, GlobalScheduler
-from sim.config import SchedulerConfig
 
 
 class LlumnixScheduler(GlobalScheduler):
@@ -19,10 +18,6 @@ class LlumnixScheduler(GlobalScheduler):
     name = "llumnix"
     migrates = True
     uses_tiers = True
-
-    def __init__(self, config: SchedulerConfig) -> None:
-        super().__init__(config)
-        self.pairs: dict[int, int] = {}
 
     def freeness(self, instance_id: int) -> float:
         """F_full as last reported, less the demand dispatched here since."""

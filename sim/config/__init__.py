@@ -15,7 +15,9 @@ from sim.config.loader import (
 )
 from sim.config.schema import (
     ArrivalConfig,
+    AutoscaleConfig,
     ClusterConfig,
+    FaultConfig,
     HeadroomConfig,
     MigrationConfig,
     OutputConfig,
@@ -44,8 +46,10 @@ def load_config(
 
 __all__ = [
     "ArrivalConfig",
+    "AutoscaleConfig",
     "ClusterConfig",
     "ConfigError",
+    "FaultConfig",
     "HeadroomConfig",
     "MigrationConfig",
     "OutputConfig",

@@ -237,6 +237,80 @@ class MigrationConfig:
 
 
 @dataclass
+class AutoscaleConfig:
+    """Keep the average F_normal of serving instances within [low, high] by adding/draining."""
+
+    enabled: bool = False
+    low: float = 10.0  # scale out while the average freeness stays below this
+    high: float = 60.0  # scale in while it stays above this
+    sustain: float = 10.0  # seconds the condition must hold before acting
+    cold_start: float = 0.0  # seconds from a scale-out decision until the instance serves
+    min_instances: int = 1
+    max_instances: int = 16
+
+    def __post_init__(self) -> None:
+        _require(self.high > self.low, f"high: must be > low ({self.low}), got {self.high}")
+        _require(self.sustain >= 0, f"sustain: must be >= 0 s, got {self.sustain}")
+        _require(self.cold_start >= 0, f"cold_start: must be >= 0 s, got {self.cold_start}")
+        _require(
+            self.min_instances >= 1, f"min_instances: must be >= 1, got {self.min_instances}"
+        )
+        _require(
+            self.max_instances >= self.min_instances,
+            f"max_instances: must be >= min_instances ({self.min_instances}), got {self.max_instances}",
+        )
+
+
+@dataclass
+class FaultConfig:
+    """One injected fault. Kinds and their keys:
+
+    * ``scheduler_down`` (start, end, fallback): the global scheduler is away; dispatch falls
+      back to round-robin or random over live instances and migration/scaling stop;
+    * ``instance_failure`` (at, instance, on_failure, restart_after): the instance dies; its
+      requests are aborted or, with ``on_failure: retry``, dispatched again from scratch;
+    * ``transfer_failure`` (probability, start, end): each migration stage in the window
+      fails with this probability (the handshake aborts it).
+    """
+
+    kind: Literal["scheduler_down", "instance_failure", "transfer_failure"]
+    start: Optional[float] = None
+    end: Optional[float] = None
+    at: Optional[float] = None
+    instance: Optional[int] = None
+    on_failure: Literal["abort", "retry"] = "abort"
+    restart_after: Optional[float] = None
+    fallback: Literal["round-robin", "random"] = "round-robin"
+    probability: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind == "scheduler_down":
+            _require(
+                self.start is not None and self.end is not None and self.end > self.start >= 0,
+                "start/end: scheduler_down needs 0 <= start < end (seconds)",
+            )
+        elif self.kind == "instance_failure":
+            _require(self.at is not None and self.at >= 0, "at: instance_failure needs a time >= 0")
+            _require(
+                self.instance is not None and self.instance >= 0,
+                "instance: instance_failure needs an instance id >= 0",
+            )
+            _require(
+                self.restart_after is None or self.restart_after >= 0,
+                f"restart_after: must be >= 0 s, got {self.restart_after}",
+            )
+        else:
+            _require(
+                0 < self.probability <= 1,
+                f"probability: must be in (0, 1], got {self.probability}",
+            )
+            _require(
+                self.start is None or self.end is None or self.end > self.start,
+                "end: must be after start",
+            )
+
+
+@dataclass
 class OutputConfig:
     """What a run writes under ``<dir>/<name>/``."""
 
@@ -264,6 +338,8 @@ class SimulationConfig:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     migration: MigrationConfig = field(default_factory=MigrationConfig)
+    autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
+    faults: list[FaultConfig] = field(default_factory=list)
     output: OutputConfig = field(default_factory=OutputConfig)
 
     def __post_init__(self) -> None:

@@ -1,8 +1,10 @@
 """The discrete-event kernel: wires workload, llumlets and the global scheduler on simpy.
 
 Processes: one arrival process, one step loop per instance (form batch -> replica-model time
--> apply), and one periodic process that collects load reports for the global scheduler and
-samples instance time series. Policy lives elsewhere; this module only advances time.
+-> apply), one periodic process that delivers load reports to the global scheduler (which
+answers with migration pairs and scaling decisions) and samples time series, one process per
+migration, and the injected faults (``sim.engine.faults``). Policy lives elsewhere; this
+module only advances time and applies decisions.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, GlobalScheduler, make_scheduler
+from sim.cluster.autoscaler import SCALE_IN, SCALE_OUT, AutoScaler, drain_candidate
 from sim.config import ConfigError, SimulationConfig
 from sim.instance.llumlet import BatchTimer, Llumlet, LlumletLimits
 from sim.instance.migration import (
@@ -24,8 +28,11 @@ from sim.instance.migration import (
     migrate,
     select_request,
 )
-from sim.instance.request import Request
+from sim.instance.request import Request, RequestState
 from sim.instance.virtual_usage import tier_headroom_blocks
+
+ABORT_INSTANCE_FAILED = "instance_failed"
+ABORT_NO_INSTANCE = "no_live_instance"
 
 
 @dataclass
@@ -33,7 +40,7 @@ class InstanceRuntime:
     """An instance's llumlet plus its life in the simulation."""
 
     llumlet: Llumlet
-    started_at: float
+    started_at: float  # billed from here (a scale-out's cold start is paid for)
     stopped_at: Optional[float] = None
     wake: Optional[simpy.Event] = None
     process: Optional[simpy.Process] = None
@@ -60,6 +67,9 @@ class SimulationResult:
     batches: int = 0
     migrations: list[MigrationRecord] = field(default_factory=list)
     batch_log: list[tuple] = field(default_factory=list)  # (instance, start, duration, prefill, size)
+    scaling_log: list[tuple] = field(default_factory=list)  # (time, action, instance)
+    fault_log: list[tuple] = field(default_factory=list)  # (time, event, detail)
+    leaked_blocks: int = 0  # allocated or reserved blocks left on live instances at the end
 
 
 INSTANCE_SAMPLE_COLUMNS = (
@@ -74,7 +84,15 @@ INSTANCE_SAMPLE_COLUMNS = (
     "freeness_normal",
     "draining",
 )
-CLUSTER_SAMPLE_COLUMNS = ("time", "instances", "free_blocks", "fragmented_blocks", "queued")
+CLUSTER_SAMPLE_COLUMNS = (
+    "time",
+    "instances",  # billed: starting, serving and draining
+    "serving",
+    "draining",
+    "free_blocks",
+    "fragmented_blocks",
+    "queued",
+)
 
 
 class Simulation:
@@ -134,7 +152,8 @@ class Simulation:
         self.in_flight: list[simpy.Process] = []  # migration processes
         self.record_batches = record_batches
         self.batch_log: list[tuple] = []
-        self.instances: dict[int, InstanceRuntime] = {}
+        self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
+        self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.requests: list[Request] = []
         self.done_count = 0
         self.all_done = self.env.event()
@@ -143,12 +162,21 @@ class Simulation:
         self.batches = 0
         self.check_every_step = False  # tests: verify block conservation after every iteration
         self._done = bytearray(len(self.workload))
+        self.rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, fallback dispatch
+        self.scheduler_up = True
+        self.fallback = "round-robin"
+        self._fallback_next = 0
+        self.transfer_failure: Optional[tuple[float, float, float]] = None  # (p, start, end)
+        self.autoscaler = AutoScaler(config.autoscale) if config.autoscale.enabled else None
+        self.starting = 0  # scale-outs still in their cold start
+        self.scaling_log: list[tuple] = []
+        self.fault_log: list[tuple] = []
         for _ in range(cluster.instances):
             self.add_instance()
 
     # ------------------------------------------------------------------ instances
-    def add_instance(self) -> int:
-        """Start a new instance (initial cluster or scale-out) and let it receive work."""
+    def add_instance(self, billed_from: Optional[float] = None) -> int:
+        """Start a new instance (initial cluster, scale-out, restart) and let it receive work."""
         instance_id = len(self.instances)
         llumlet = Llumlet(
             instance_id,
@@ -160,15 +188,27 @@ class Simulation:
             priority=self.scheduler.uses_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
         )
-        runtime = InstanceRuntime(llumlet=llumlet, started_at=self.env.now)
+        started = self.env.now if billed_from is None else billed_from
+        runtime = InstanceRuntime(llumlet=llumlet, started_at=started)
         self.instances[instance_id] = runtime
+        self.live[instance_id] = runtime
         runtime.process = self.env.process(self._instance_loop(runtime))
         self.scheduler.add_instance(instance_id)
         self.scheduler.observe({instance_id: llumlet.report()})
         return instance_id
 
     def live_instances(self) -> list[InstanceRuntime]:
-        return [runtime for runtime in self.instances.values() if runtime.alive]
+        return list(self.live.values())
+
+    def stop_instance(self, instance_id: int) -> None:
+        """The instance leaves the cluster (drained, or failed): no reports, no dispatch."""
+        runtime = self.instances[instance_id]
+        runtime.stopped_at = self.env.now
+        del self.live[instance_id]
+        self.scheduler.remove_instance(instance_id)
+        self.pairing.pop(instance_id, None)
+        if runtime.process is not None and runtime.process.is_alive:
+            runtime.process.interrupt()
 
     def wake(self, runtime: InstanceRuntime) -> None:
         """Resume an idle instance's step loop after work arrived."""
@@ -181,23 +221,28 @@ class Simulation:
     def _instance_loop(self, runtime: InstanceRuntime):
         llumlet = runtime.llumlet
         env = self.env
-        while True:
-            batch = llumlet.next_batch()
-            if batch is None:
-                llumlet.busy = False
-                runtime.wake = env.event()
-                yield runtime.wake
-                runtime.wake = None
-                continue
-            llumlet.busy = True
-            duration = llumlet.iteration_time(batch)
-            if self.record_batches:
-                self.batch_log.append((llumlet.id, env.now, duration, batch.is_prefill, batch.size))
-            yield env.timeout(duration)
-            llumlet.complete(batch)
-            self.batches += 1
-            if self.check_every_step:
-                llumlet.check()
+        try:
+            while True:
+                batch = llumlet.next_batch()
+                if batch is None:
+                    llumlet.busy = False
+                    runtime.wake = env.event()
+                    yield runtime.wake
+                    runtime.wake = None
+                    continue
+                llumlet.busy = True
+                duration = llumlet.iteration_time(batch)
+                if self.record_batches:
+                    self.batch_log.append(
+                        (llumlet.id, env.now, duration, batch.is_prefill, batch.size)
+                    )
+                yield env.timeout(duration)
+                llumlet.complete(batch)
+                self.batches += 1
+                if self.check_every_step:
+                    llumlet.check()
+        except simpy.Interrupt:
+            return  # the instance was removed or failed
 
     # ------------------------------------------------------------------ requests
     def _arrivals(self):
@@ -225,11 +270,29 @@ class Simulation:
             index = end
 
     def dispatch(self, request: Request) -> None:
-        demand = -(-request.seq_len // self.limits.block_size)
-        target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
+        """Send a request to an instance: the global scheduler's choice, or the frontends'
+        round-robin/random fallback while the scheduler is down."""
+        if not self.scheduler.instances:
+            request.state = RequestState.ABORTED
+            request.abort_reason = ABORT_NO_INSTANCE
+            request.finish_time = self.env.now
+            self._request_done(request)
+            return
+        if self.scheduler_up:
+            demand = -(-request.seq_len // self.limits.block_size)
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
+        else:
+            target = self._fallback_target()
         runtime = self.instances[target]
         runtime.llumlet.enqueue(request)
         self.wake(runtime)
+
+    def _fallback_target(self) -> int:
+        live = self.scheduler.instances
+        if self.fallback == "random":
+            return live[int(self.rng.integers(len(live)))]
+        self._fallback_next += 1
+        return live[self._fallback_next % len(live)]
 
     def _request_done(self, request: Request) -> None:
         if self._done[request.id]:
@@ -252,12 +315,16 @@ class Simulation:
             reports = {
                 runtime.llumlet.id: runtime.llumlet.report() for runtime in self.live_instances()
             }
-            scheduler.observe(reports)
-            rounds += 1
-            if scheduler.migrates and rounds % pairing_every == 0:
-                self.pairing = scheduler.migration_pairs()
-                for source in self.pairing:
-                    self._start_migration(source)
+            if self.scheduler_up:
+                scheduler.observe(reports)
+                rounds += 1
+                if scheduler.migrates and rounds % pairing_every == 0:
+                    self.pairing = scheduler.migration_pairs()
+                    for source in self.pairing:
+                        self._start_migration(source)
+                if self.autoscaler is not None:
+                    self._autoscale(now, reports)
+            self._remove_drained()
             if now >= next_sample:
                 self._sample(reports)
                 next_sample = now + sample_every
@@ -269,6 +336,7 @@ class Simulation:
         now = self.env.now
         free_total = 0
         queued = 0
+        draining = 0
         blocked_demands = []
         for runtime in self.live_instances():
             llumlet = runtime.llumlet
@@ -276,6 +344,7 @@ class Simulation:
             free = report.free_blocks
             free_total += free
             queued += report.num_waiting
+            draining += report.draining
             if llumlet.head_blocked_by_memory:
                 blocked_demands.append(report.head_demand_blocks)
             self.instance_samples.append(
@@ -295,8 +364,79 @@ class Simulation:
         # fragmentation: free memory that, pooled, would admit a request queued for lack of blocks
         fragmented = free_total if any(d <= free_total for d in blocked_demands) else 0
         self.cluster_samples.append(
-            (now, len(reports), free_total, fragmented, queued)
+            (
+                now,
+                len(reports) + self.starting,
+                len(reports) - draining,
+                draining,
+                free_total,
+                fragmented,
+                queued,
+            )
         )
+
+    # ------------------------------------------------------------------ scaling
+    def _autoscale(self, now: float, reports) -> None:
+        serving = {i: r for i, r in reports.items() if not r.draining}
+        action = self.autoscaler.decide(now, serving, self.starting)
+        if action == SCALE_OUT:
+            self.starting += 1
+            self.scaling_log.append((now, SCALE_OUT, -1))
+            self.env.process(self._scale_out(now))
+        elif action == SCALE_IN:
+            self.drain(drain_candidate(serving))
+
+    def _scale_out(self, decided_at: float):
+        yield self.env.timeout(self.config.autoscale.cold_start)
+        self.starting -= 1
+        instance_id = self.add_instance(billed_from=decided_at)
+        self.scaling_log.append((self.env.now, "ready", instance_id))
+
+    def drain(self, instance_id: int) -> None:
+        """Scale-in: no more dispatches; a fake request of infinite usage makes the
+        instance a migration source until it is empty (without migration its requests
+        simply finish), then it is removed."""
+        self.instances[instance_id].llumlet.draining = True
+        self.scheduler.remove_instance(instance_id)
+        self.scaling_log.append((self.env.now, SCALE_IN, instance_id))
+
+    def _remove_drained(self) -> None:
+        for runtime in self.live_instances():
+            llumlet = runtime.llumlet
+            if llumlet.draining and llumlet.is_empty and not llumlet.migrating:
+                self.stop_instance(llumlet.id)
+                self.scaling_log.append((self.env.now, "removed", llumlet.id))
+
+    # ------------------------------------------------------------------ failures
+    def fail_instance(self, instance_id: int, on_failure: str = "abort") -> list[Request]:
+        """An instance dies: its requests are aborted or dispatched again from scratch."""
+        runtime = self.instances[instance_id]
+        lost = runtime.llumlet.fail()
+        self.stop_instance(instance_id)
+        self.fault_log.append((self.env.now, "instance_failed", instance_id))
+        for request in lost:
+            if on_failure == "retry":
+                request.retries += 1
+                request.generated = 0
+                request.first_admitted = request.first_token_time = None
+                request.preempted_at = None
+                if request.migration is not None and request.migration.source == instance_id:
+                    request.migration = None
+                self.dispatch(request)
+            else:
+                request.state = RequestState.ABORTED
+                request.abort_reason = ABORT_INSTANCE_FAILED
+                request.finish_time = self.env.now
+                self._request_done(request)
+        return lost
+
+    def _stage_fails(self) -> bool:
+        if self.transfer_failure is None:
+            return False
+        probability, start, end = self.transfer_failure
+        if not start <= self.env.now <= end:
+            return False
+        return bool(self.rng.random() < probability)
 
     # ------------------------------------------------------------------ migration
     def _start_migration(self, source_id: int) -> None:
@@ -342,6 +482,8 @@ class Simulation:
             self.migration_settings,
             self.transfer,
             self._wake_llumlet,
+            stage_fails=self._stage_fails,
+            handshake_timeout=self.config.migration.prealloc_timeout,
         )
         if record.outcome == "committed":
             self._start_migration(source.llumlet.id)  # keep going while it is still a source
@@ -354,6 +496,9 @@ class Simulation:
         env = self.env
         env.process(self._arrivals())
         env.process(self._load_reports(progress))
+        from sim.engine.faults import inject_faults
+
+        inject_faults(self)
         stop = self.all_done
         if self.config.time_limit is not None:
             stop = env.any_of([self.all_done, env.timeout(self.config.time_limit)])
@@ -386,7 +531,22 @@ class Simulation:
             batches=self.batches,
             migrations=self.migrations,
             batch_log=self.batch_log,
+            scaling_log=self.scaling_log,
+            fault_log=self.fault_log,
+            leaked_blocks=self.leaked_blocks(),
         )
+
+    def leaked_blocks(self) -> int:
+        """Blocks allocated to no resident request or reserved for no in-flight migration."""
+        leaked = 0
+        for runtime in self.live_instances():
+            llumlet = runtime.llumlet
+            held = sum(r.blocks for r in llumlet.holders())
+            leaked += llumlet.ledger.allocated - held
+            for (_, migration_id), blocks in llumlet.ledger.reservations.items():
+                if self.migrations[migration_id].outcome != "in_flight":
+                    leaked += blocks
+        return leaked
 
     def check(self) -> None:
         """Conservation checks on every instance (tests call this between steps)."""

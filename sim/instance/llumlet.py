@@ -152,6 +152,7 @@ class Llumlet:
         self.running_per_tier = [0] * limits.tiers
         self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
         self.joining: list[Request] = []  # committed inbound migrations, batched from the next step
+        self.prefilling: list[Request] = []  # admitted by the prefill iteration running now
         self._suspensions: list[tuple[Request, Callable[[bool], None]]] = []
         self.waiting_demand = 0  # blocks the queued requests need to be admitted
         self.iteration = 0  # completed decode iterations
@@ -160,6 +161,7 @@ class Llumlet:
         self._finish_due: dict[int, list[tuple[Request, int]]] = {}
         self._admissions = 0
         self.busy = False
+        self.failed = False
         self.draining = False
         self.migrating = False  # a migration touching this instance is in flight
         self.copying = 0  # migration stages copying to or from this instance right now
@@ -218,6 +220,7 @@ class Llumlet:
         """Apply the effects of a finished iteration: tokens generated, requests finished."""
         now = self.clock()
         if batch.is_prefill:
+            self.prefilling = []
             for request in batch.requests:
                 request.generated += 1
                 if request.first_token_time is None:
@@ -270,6 +273,7 @@ class Llumlet:
             seats -= 1
         if not admitted:
             return None
+        self.prefilling = admitted
         return Batch(admitted, tokens)
 
     def _decode_batch(self) -> Optional[Batch]:
@@ -379,6 +383,28 @@ class Llumlet:
         request.finish_time = self.clock()
         self.on_done(request)
 
+    def fail(self) -> list[Request]:
+        """The instance died: return every request it held (their KV is gone) and reset."""
+        self.failed = True
+        lost = [*self.waiting, *self.holders()]
+        for request in lost:
+            request.blocks = 0
+            request.epoch += 1
+        pending, self._suspensions = self._suspensions, []
+        for _, answer in pending:
+            answer(False)
+        self.ledger = BlockLedger(self.limits.capacity_blocks)
+        self.waiting = WaitingQueue(self.limits.tiers if self.priority else 1)
+        self.running.clear()
+        self.suspended.clear()
+        self.joining.clear()
+        self.prefilling = []
+        self.running_per_tier = [0] * self.limits.tiers
+        self.waiting_demand = self.seq_sum = 0
+        self._block_due.clear()
+        self._finish_due.clear()
+        return lost
+
     # ------------------------------------------------------------------ migration hooks
     def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None:
         """Take a running request out of the batch at the next iteration boundary; ``answer``
@@ -457,12 +483,12 @@ class Llumlet:
     @property
     def is_empty(self) -> bool:
         """No request lives here any more (a drained instance can be removed)."""
-        return not (self.waiting or self.running or self.suspended or self.joining)
+        return not (self.waiting or self.running or self.suspended or self.joining or self.prefilling)
 
     # ------------------------------------------------------------------ invariants
     def holders(self) -> list[Request]:
         """Every request that may hold blocks here."""
-        return [*self.running, *self.suspended, *self.joining]
+        return [*self.prefilling, *self.running, *self.suspended, *self.joining]
 
     def check(self) -> None:
         """Raise if blocks leaked or the lazy accounting drifted (used by tests)."""

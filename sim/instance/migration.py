@@ -33,6 +33,9 @@ from sim.instance.request import Request, RequestState
 ABORT_DESTINATION_FULL = "destination_out_of_memory"
 ABORT_FINISHED = "request_finished"
 ABORT_PREEMPTED = "request_preempted"
+ABORT_SOURCE_FAILED = "source_failed"
+ABORT_DESTINATION_FAILED = "destination_failed"
+ABORT_TRANSFER_FAILED = "transfer_failed"
 
 
 class TransferModel(Protocol):
@@ -105,8 +108,15 @@ def migrate(
     settings: MigrationSettings,
     transfer: TransferModel,
     wake: Callable[[Llumlet], None],
+    stage_fails: Callable[[], bool] = lambda: False,
+    handshake_timeout: float = 10.0,
 ) -> Generator:
-    """The migration process (simpy generator); ends with ``record.outcome`` set."""
+    """The migration process (simpy generator); ends with ``record.outcome`` set.
+
+    ``stage_fails`` injects transfer failures (checked after each copy); a failed instance
+    is noticed after every wait. When the source dies, the destination only learns it when
+    the handshake times out, and frees its orphaned reservation then.
+    """
     key = ("migration", record.id)
     preemptions_at_start = request.preemptions
     request.migration = record
@@ -114,7 +124,12 @@ def migrate(
     copied = 0
     suspended = False
 
-    def gone() -> Optional[str]:
+    def trouble() -> Optional[str]:
+        """Why the migration cannot go on, if it cannot."""
+        if destination.failed:
+            return ABORT_DESTINATION_FAILED
+        if source.failed:
+            return ABORT_SOURCE_FAILED
         if request.state is RequestState.FINISHED or request.state is RequestState.ABORTED:
             return ABORT_FINISHED
         if request.preemptions != preemptions_at_start:
@@ -126,18 +141,25 @@ def migrate(
         record.outcome = outcome
         record.abort_reason = reason
         source.migrating = destination.migrating = False
-        if outcome != "committed":
-            destination.ledger.cancel(key)
-            wake(destination)  # the released reservation may admit its queue
+        if outcome == "committed":
+            return
+        destination.ledger.cancel(key)
+        wake(destination)  # the released reservation may admit its queue
+        if request.migration is record:
             request.migration = None
-            if suspended and request.state is RequestState.SUSPENDED:
-                source.resume(request)
-                wake(source)
+        if suspended and request.state is RequestState.SUSPENDED and not source.failed:
+            source.resume(request)  # the request carries on at the source
+            wake(source)
+
+    def abort(reason: str) -> Generator:
+        if reason == ABORT_SOURCE_FAILED:
+            yield env.timeout(handshake_timeout)
+        end("aborted", reason)
 
     while True:
-        reason = gone()
+        reason = trouble()
         if reason:
-            return end("aborted", reason)
+            return (yield from abort(reason))
         record.stages += 1
         remaining = request.blocks - copied
         last = (
@@ -146,12 +168,15 @@ def migrate(
             or record.stages >= settings.max_stages
         )
         if last:
-            outcome = env.event()
-            source.request_suspension(request, outcome.succeed)
-            if not (yield outcome):
-                return end("aborted", gone() or ABORT_FINISHED)
+            answer = env.event()
+            source.request_suspension(request, answer.succeed)
+            if not (yield answer):
+                return (yield from abort(trouble() or ABORT_FINISHED))
             suspended = True
             record.suspended_at = env.now
+            reason = trouble()  # an instance may have failed while we waited for the boundary
+            if reason:
+                return (yield from abort(reason))
             if settings.mode == "recompute":
                 break
             stage_blocks = request.blocks - copied  # everything, the partial block included
@@ -159,41 +184,36 @@ def migrate(
             stage_blocks = max(request.blocks - 1 - copied, 0)  # completed blocks only
         # pre-allocate on the destination: ACK, or ABORT when it has no room
         if not destination.ledger.reserve(key, stage_blocks):
-            return end("aborted", ABORT_DESTINATION_FULL)
+            return (yield from abort(ABORT_DESTINATION_FULL))
         source.copying += 1
         destination.copying += 1
         yield env.timeout(transfer.stage_time(stage_blocks))
         source.copying -= 1
         destination.copying -= 1
+        reason = trouble() if last else None  # a non-final stage is checked at the loop top
+        if reason is None and stage_fails():
+            reason = ABORT_TRANSFER_FAILED
+        if reason:
+            return (yield from abort(reason))
         copied += stage_blocks
         record.blocks = copied
         record.last_stage_blocks = stage_blocks
         if last:
             break
-        # post-stage check: did the request finish or get preempted meanwhile?
 
-    if settings.mode == "recompute":
-        # hand the request over without its KV cache (its token ids are negligible data):
-        # the destination prefills it again, and that prefill is the downtime
-        source.release_suspended(request)
-        wake(source)  # the freed blocks may admit its queue
-        record.committed_at = env.now
-        request.migrations += 1
-        destination.enqueue(request, front=True)
-        wake(destination)
-        source.migrating = destination.migrating = False
-        record.end = env.now
-        record.outcome = "committed"
-        return None
-
-    # commit: the source frees its copy, the destination owns the reserved blocks
+    # commit: the source drops its copy; the destination owns the blocks (or, for recompute,
+    # prefills the request again — its token ids are negligible data — and that prefill is
+    # the downtime)
     source.release_suspended(request)
     wake(source)  # the freed blocks may admit its queue
-    destination.ledger.commit(key, request)
     record.committed_at = env.now
-    record.downtime = env.now - record.suspended_at
     request.migrations += 1
-    destination.admit_migrated(request)
+    if settings.mode == "recompute":
+        destination.enqueue(request, front=True)
+    else:
+        destination.ledger.commit(key, request)
+        record.downtime = env.now - record.suspended_at
+        destination.admit_migrated(request)
     wake(destination)
     end("committed")
     return None

@@ -123,6 +123,29 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{churn['reversals']} reversals; instances migrating "
             f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
         )
+    scaling = summary["scaling"]
+    if scaling["enabled"]:
+        actions = scaling["actions"]
+        lines.append(
+            f"auto-scaling: {actions.get('scale_out', 0)} scale-outs, {actions.get('scale_in', 0)} "
+            f"scale-ins; instances between {scaling['min_instances']} and {scaling['max_instances']}, "
+            f"average {summary['cost']['average_instances']:.2f}; "
+            f"P99 prefill {_fmt(summary['latency']['prefill_latency']['p99'])}"
+        )
+    faults = summary["faults"]
+    if faults:
+        lines.append(
+            f"faults: {faults['lost_requests']} requests lost, {faults['retried_requests']} retried, "
+            f"{faults['leaked_blocks']} blocks leaked"
+        )
+        for fault in faults["faults"]:
+            start, end = fault["window"]
+            recovery = fault["recovery_seconds"]
+            lines.append(
+                f"  {fault['kind']} [{start:.0f}, {end:.0f}] s: P99 prefill "
+                f"{_fmt(fault['p99_prefill_before'])} before, {_fmt(fault['p99_prefill_during'])} during; "
+                + ("not recovered by the end of the run" if recovery is None else f"recovered {recovery:.0f} s after")
+            )
     if summary["interrupted"]:
         lines.append("INTERRUPTED: partial results (requests still in flight are 'unfinished')")
     return "\n".join(lines)

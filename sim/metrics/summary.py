@@ -11,6 +11,7 @@ import pandas as pd
 
 from sim.config import config_hash, to_dict
 from sim.engine.simulation import SimulationResult
+from sim.metrics.faults import fault_summary
 from sim.metrics.tables import migration_table
 
 LATENCY_METRICS = (
@@ -108,6 +109,20 @@ def migration_summary(result: SimulationResult, migrations: pd.DataFrame) -> dic
     }
 
 
+def scaling_summary(result: SimulationResult) -> dict[str, Any]:
+    """How often the auto-scaler acted, and the instance count it moved between."""
+    actions: dict[str, int] = {}
+    for _, action, _ in result.scaling_log:
+        actions[action] = actions.get(action, 0) + 1
+    counts = [sample[1] for sample in result.cluster_samples]
+    return {
+        "enabled": result.config.autoscale.enabled,
+        "actions": actions,
+        "min_instances": min(counts) if counts else 0,
+        "max_instances": max(counts) if counts else 0,
+    }
+
+
 def summarize(
     result: SimulationResult,
     requests: pd.DataFrame,
@@ -153,6 +168,10 @@ def summarize(
             "instance_seconds": instance_seconds,
             "average_instances": instance_seconds / makespan,
         },
+        "scaling": scaling_summary(result),
+        "faults": fault_summary(requests, result.config.faults, result.end_time, result.leaked_blocks)
+        if result.config.faults
+        else None,
         "fragmentation": {
             "mean_fraction": float(cluster["fragmented_fraction"].mean()) if len(cluster) else 0.0,
         },
@@ -162,6 +181,7 @@ def summarize(
             "batches": result.batches,
             "requests_per_wall_second": len(requests) / max(result.wall_seconds, 1e-9),
             "kv_capacity_blocks": result.capacity_blocks,
+            "leaked_blocks": result.leaked_blocks,
         },
         "config": to_dict(result.config),
     }
