@@ -108,6 +108,10 @@ class InfaasScheduler(GlobalScheduler):
 
     name = "infaas++"
 
+    def __init__(self, config: SchedulerConfig) -> None:
+        super().__init__(config)
+        self.loads: dict[int, float] = {}  # kept current so a dispatch is one min() over ids
+
     def load(self, instance_id: int) -> float:
         report = self.reports.get(instance_id)
         pending = self.pending_demand.get(instance_id, 0)
@@ -115,6 +119,21 @@ class InfaasScheduler(GlobalScheduler):
             return float(pending)
         return report.memory_load + pending / report.capacity_blocks
 
+    def observe(self, reports: Mapping[int, LoadReport]) -> None:
+        super().observe(reports)
+        for instance_id in reports:
+            if instance_id in self.pending_demand:
+                self.loads[instance_id] = self.load(instance_id)
+
+    def remove_instance(self, instance_id: int) -> None:
+        super().remove_instance(instance_id)
+        self.loads.pop(instance_id, None)
+
+    def dispatch(self, request: DispatchInfo) -> int:
+        target = super().dispatch(request)
+        self.loads[target] = self.load(target)
+        return target
+
     def choose(self, request: DispatchInfo) -> int:
-        return min(self.instances, key=self.load)
+        return min(self.instances, key=self.loads.__getitem__)
 

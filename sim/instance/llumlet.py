@@ -280,10 +280,11 @@ class Llumlet:
         step = self.iteration + 1
         due = self._block_due.pop(step, None)
         if due:
-            if self.priority:
-                due.sort(key=lambda item: (item[0].tier, item[0].admit_seq))
-            else:
-                due.sort(key=lambda item: item[0].admit_seq)
+            if len(due) > self.ledger.free:  # someone may be preempted: order matters
+                if self.priority:
+                    due.sort(key=lambda item: (item[0].tier, item[0].admit_seq))
+                else:
+                    due.sort(key=lambda item: item[0].admit_seq)
             for request, epoch in due:
                 if request.epoch != epoch:
                     continue  # left the batch (finished, preempted, suspended) meanwhile

@@ -86,13 +86,16 @@ def freeness_views(
     head_demand_blocks: int = 0,
     draining: bool = False,
 ) -> tuple[float, float]:
-    """(F_full, F_normal) for one instance."""
-    full = freeness(
-        capacity_blocks,
-        total_virtual_usage(
-            used_blocks, running_per_tier, headroom_blocks, head_demand_blocks, draining
-        ),
-        batch_size,
-    )
-    normal = freeness(capacity_blocks, used_blocks, batch_size)
-    return full, normal
+    """(F_full, F_normal) for one instance.
+
+    Every instance calls this once per load report, so it is written out rather than built
+    from ``freeness``/``total_virtual_usage`` (same rules, same arithmetic).
+    """
+    divisor = batch_size if batch_size > 0 else 1
+    normal = (capacity_blocks - used_blocks) / divisor
+    if draining:
+        return -math.inf, normal
+    usage = used_blocks + head_demand_blocks
+    if headroom_blocks:
+        usage += headroom_usage(running_per_tier, headroom_blocks)
+    return (capacity_blocks - usage) / divisor, normal
