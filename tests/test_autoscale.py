@@ -136,3 +136,12 @@ def test_a_steady_load_inside_the_band_does_not_make_the_cluster_oscillate():
     assert len(actions) <= 8, actions
     # the bound is not vacuous: acting on every report oscillates scale-out/scale-in
     assert len(_steady_run(sustain=0.0)) > 100
+
+
+def test_queue_aware_signal_scales_out_for_a_queue_that_f_normal_cannot_see():
+    # plenty of free blocks per running request, but a long queue waiting behind them
+    report = LoadReport(0, 0.0, 851, 300, 0, 4, 20, 700, 200, -10.0, (851 - 300) / 4)
+    blind = AutoScaler(AutoscaleConfig(enabled=True, sustain=0.0))
+    aware = AutoScaler(AutoscaleConfig(enabled=True, sustain=0.0, queue_aware=True))
+    assert blind.decide(0.0, {0: report}, 0) is None  # F_normal 137.75: "too free" (and at the minimum)
+    assert aware.decide(0.0, {0: report}, 0) == SCALE_OUT

@@ -10,6 +10,7 @@ from sim.instance.virtual_usage import (
     freeness,
     freeness_views,
     headroom_usage,
+    queue_aware_freeness,
     tier_headroom_blocks,
     total_virtual_usage,
 )
@@ -75,3 +76,12 @@ def test_headroom_cap_scales_all_tiers_down_proportionally():
 def test_paper_binary_scheme_is_k2_with_100_blocks_for_tier_0():
     assert tier_headroom_blocks(M, 2, explicit=[100, 0]) == [100.0, 0.0]
     assert tier_headroom_blocks(M, 1) == [0.0]  # one tier: Llumnix-base, no headroom
+
+
+def test_queue_aware_freeness_counts_every_queued_request_and_its_demand():
+    # 300 used by 4 running, 3 queued needing 200 blocks together: (851 - 300 - 200) / 7
+    assert queue_aware_freeness(M, 300, 4, 3, 200) == (M - 300 - 200) / 7
+    assert queue_aware_freeness(M, 0, 0, 0, 0) == M  # idle
+    # F_normal would call this instance free although a 400-block queue waits on it
+    full, normal = freeness_views(M, 400, 2, head_demand_blocks=400)
+    assert normal > 200 and queue_aware_freeness(M, 400, 2, 1, 400) < 20

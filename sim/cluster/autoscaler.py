@@ -1,7 +1,9 @@
 """Auto-scaling policy: keep the cluster's average normal freeness inside a band.
 
 F_normal (physical usage only) is the signal, so headroom and queue inflation — which exist
-to trigger migrations — do not cause spurious scale-outs. The condition must hold for
+to trigger migrations — do not cause spurious scale-outs. It is blind to queues, though; with
+``queue_aware`` the signal also counts queued requests' physical demand (Llumnix's public
+code scales on that). The condition must hold for
 ``sustain`` seconds before acting, and the timer restarts after every action, so a steady
 load inside the band never makes the cluster oscillate.
 """
@@ -13,6 +15,7 @@ from typing import Mapping, Optional
 
 from sim.config import AutoscaleConfig
 from sim.instance.load import LoadReport
+from sim.instance.virtual_usage import queue_aware_freeness
 
 SCALE_OUT = "scale_out"
 SCALE_IN = "scale_in"
@@ -24,6 +27,18 @@ class AutoScaler:
     below_since: Optional[float] = None
     above_since: Optional[float] = None
 
+    def freeness(self, report: LoadReport) -> float:
+        """The scaling signal of one instance: F_normal, or the queue-aware view."""
+        if not self.config.queue_aware:
+            return report.freeness_normal
+        return queue_aware_freeness(
+            report.capacity_blocks,
+            report.used_blocks + report.reserved_blocks,
+            report.num_running,
+            report.num_waiting,
+            report.waiting_demand_blocks,
+        )
+
     def decide(
         self, now: float, serving: Mapping[int, LoadReport], starting: int
     ) -> Optional[str]:
@@ -31,7 +46,7 @@ class AutoScaler:
         instances and the number of instances still starting up."""
         if not serving:
             return None
-        average = sum(r.freeness_normal for r in serving.values()) / len(serving)
+        average = sum(map(self.freeness, serving.values())) / len(serving)
         config = self.config
         if average < config.low:
             self.above_since = None

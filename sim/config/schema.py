@@ -247,6 +247,7 @@ class AutoscaleConfig:
     cold_start: float = 0.0  # seconds from a scale-out decision until the instance serves
     min_instances: int = 1
     max_instances: int = 16
+    queue_aware: bool = False  # scale on freeness that counts queued demand (Llumnix's code)
 
     def __post_init__(self) -> None:
         _require(self.high > self.low, f"high: must be > low ({self.low}), got {self.high}")

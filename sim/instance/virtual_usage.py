@@ -99,3 +99,16 @@ def freeness_views(
     if headroom_blocks:
         usage += headroom_usage(running_per_tier, headroom_blocks)
     return (capacity_blocks - usage) / divisor, normal
+
+
+def queue_aware_freeness(
+    capacity_blocks: int, used_blocks: int, running: int, waiting: int, waiting_demand_blocks: int
+) -> float:
+    """Freeness that counts every queued request's physical demand and the queued requests
+    themselves: (M - used - queued demand) / (running + queued).
+
+    This is the scaling load of Llumnix's public code ("remaining steps"). F_normal ignores
+    the queue, so an instance whose long queue waits behind one big request can look free;
+    ``autoscale.queue_aware`` scales on this view instead. No headroom, no fake request.
+    """
+    return (capacity_blocks - used_blocks - waiting_demand_blocks) / max(running + waiting, 1)
