@@ -3,6 +3,7 @@ migrations over time with their downtime."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -38,7 +39,7 @@ def plot_latency_cdfs(requests: pd.DataFrame, path: Path, title: str) -> Path:
         ax.grid(True, alpha=0.3)
         if len(groups) > 1:
             ax.legend(fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -63,7 +64,7 @@ def plot_cluster_timeline(
     axes[2].set_xlabel("simulated time (s)")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-    fig.suptitle(title)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -95,7 +96,7 @@ def plot_migrations(migrations: pd.DataFrame, end_time: float, path: Path, title
     downtime.set_ylabel("migrations")
     for ax in (over_time, downtime):
         ax.grid(True, alpha=0.3)
-    fig.suptitle(title)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
