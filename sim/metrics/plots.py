@@ -13,6 +13,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+def _save(fig, path: Path, title: str) -> Path:
+    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 CDF_PANELS = (
     ("prefill_latency", "prefill latency incl. queueing (s)"),
     ("decode_latency_per_token", "decode latency per output token (s)"),
@@ -39,11 +47,7 @@ def plot_latency_cdfs(requests: pd.DataFrame, path: Path, title: str) -> Path:
         ax.grid(True, alpha=0.3)
         if len(groups) > 1:
             ax.legend(fontsize=8)
-    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
 
 
 def plot_cluster_timeline(
@@ -64,11 +68,7 @@ def plot_cluster_timeline(
     axes[2].set_xlabel("simulated time (s)")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
 
 
 def plot_migrations(migrations: pd.DataFrame, end_time: float, path: Path, title: str) -> Path:
@@ -96,8 +96,4 @@ def plot_migrations(migrations: pd.DataFrame, end_time: float, path: Path, title
     downtime.set_ylabel("migrations")
     for ax in (over_time, downtime):
         ax.grid(True, alpha=0.3)
-    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
