@@ -10,6 +10,7 @@ import pytest
 
 from sim.cluster.autoscaler import SCALE_IN, SCALE_OUT, AutoScaler
 from sim.config import AutoscaleConfig
+from sim.engine.scaling import drain
 from sim.engine.simulation import Simulation
 from sim.instance.load import LoadReport
 from sim.instance.request import RequestState
@@ -26,7 +27,7 @@ def drain_at(simulation: Simulation, when: float, instance_id: int) -> dict:
             for r in simulation.requests
             if r.instance == instance_id and not r.done
         ]
-        simulation.drain(instance_id)
+        drain(simulation, instance_id)
 
     simulation.env.process(trigger())
     return seen

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.cluster.base import FixedPlacementScheduler
+from sim.engine.faults import fail_instance
 from sim.engine.simulation import Simulation
 from sim.instance.request import RequestState
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
@@ -117,7 +118,7 @@ def test_source_failure_mid_migration_frees_the_destination_reservation_after_th
         yield simulation.env.timeout(1.0)
         records.append(simulation.migrate_request(simulation.requests[0], 0, 1))
         yield simulation.env.timeout(1.0)
-        simulation.fail_instance(0)
+        fail_instance(simulation, 0)
         yield simulation.env.timeout(8.0)  # after the stage, inside the handshake timeout
         reserved["orphaned"] = destination.ledger.reserved
 
@@ -141,7 +142,7 @@ def test_destination_failure_mid_migration_leaves_the_request_running_at_the_sou
         yield simulation.env.timeout(1.0)
         records.append(simulation.migrate_request(simulation.requests[0], 0, 1))
         yield simulation.env.timeout(1.0)
-        simulation.fail_instance(1)
+        fail_instance(simulation, 1)
 
     simulation.env.process(scenario())
     result = simulation.run()

@@ -16,9 +16,12 @@ import math
 from typing import TYPE_CHECKING
 
 from sim.config import ConfigError, FaultConfig
+from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
     from sim.engine.simulation import Simulation
+
+ABORT_INSTANCE_FAILED = "instance_failed"
 
 
 def inject_faults(simulation: "Simulation") -> None:
@@ -63,8 +66,42 @@ def _instance_failure(simulation: "Simulation", fault: FaultConfig):
     if not simulation.instances[fault.instance].alive:
         simulation.fault_log.append((env.now, "instance_failure_skipped", fault.instance))
         return
-    simulation.fail_instance(fault.instance, fault.on_failure)
+    fail_instance(simulation, fault.instance, fault.on_failure)
     if fault.restart_after is not None:
         yield env.timeout(fault.restart_after)
         new_id = simulation.add_instance()
         simulation.fault_log.append((env.now, "instance_restarted", new_id))
+
+
+def fail_instance(simulation: "Simulation", instance_id: int, on_failure: str = "abort") -> list[Request]:
+    """An instance dies with its KV cache: its requests are aborted, or dispatched again
+    from scratch (``retry``: progress and first-token time reset, ``retries`` counted)."""
+    env = simulation.env
+    lost = simulation.instances[instance_id].llumlet.fail()
+    simulation.stop_instance(instance_id)
+    simulation.fault_log.append((env.now, "instance_failed", instance_id))
+    for request in lost:
+        if on_failure == "retry":
+            request.retries += 1
+            request.generated = 0
+            request.first_admitted = request.first_token_time = None
+            request.preempted_at = None
+            if request.migration is not None and request.migration.source == instance_id:
+                request.migration = None
+            simulation.dispatch(request)
+        else:
+            request.state = RequestState.ABORTED
+            request.abort_reason = ABORT_INSTANCE_FAILED
+            request.finish_time = env.now
+            simulation.request_done(request)
+    return lost
+
+
+def stage_fails(simulation: "Simulation") -> bool:
+    """Draw whether this migration stage's transfer fails (``transfer_failure`` faults)."""
+    if simulation.transfer_failure is None:
+        return False
+    probability, start, end = simulation.transfer_failure
+    if not start <= simulation.env.now <= end:
+        return False
+    return bool(simulation.rng.random() < probability)

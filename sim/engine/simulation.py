@@ -18,8 +18,10 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, GlobalScheduler, make_scheduler
-from sim.cluster.autoscaler import SCALE_IN, SCALE_OUT, AutoScaler, drain_candidate
+from sim.cluster.autoscaler import AutoScaler
 from sim.config import ConfigError, SimulationConfig
+from sim.engine.faults import inject_faults, stage_fails
+from sim.engine.scaling import autoscale, remove_drained
 from sim.instance.llumlet import BatchTimer, Llumlet, LlumletLimits
 from sim.instance.migration import (
     MigrationRecord,
@@ -31,7 +33,6 @@ from sim.instance.migration import (
 from sim.instance.request import Request, RequestState
 from sim.instance.virtual_usage import tier_headroom_blocks
 
-ABORT_INSTANCE_FAILED = "instance_failed"
 ABORT_NO_INSTANCE = "no_live_instance"
 
 
@@ -183,7 +184,7 @@ class Simulation:
             self.limits,
             self.model,
             clock=lambda: self.env.now,
-            on_done=self._request_done,
+            on_done=self.request_done,
             headroom_blocks=self.headroom,
             priority=self.scheduler.uses_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
@@ -276,7 +277,7 @@ class Simulation:
             request.state = RequestState.ABORTED
             request.abort_reason = ABORT_NO_INSTANCE
             request.finish_time = self.env.now
-            self._request_done(request)
+            self.request_done(request)
             return
         if self.scheduler_up:
             demand = -(-request.seq_len // self.limits.block_size)
@@ -294,7 +295,8 @@ class Simulation:
         self._fallback_next += 1
         return live[self._fallback_next % len(live)]
 
-    def _request_done(self, request: Request) -> None:
+    def request_done(self, request: Request) -> None:
+        """Every request ends here exactly once: finished, or aborted with a reason."""
         if self._done[request.id]:
             raise AssertionError(f"request {request.id} ended twice")
         self._done[request.id] = 1
@@ -323,8 +325,8 @@ class Simulation:
                     for source in self.pairing:
                         self._start_migration(source)
                 if self.autoscaler is not None:
-                    self._autoscale(now, reports)
-            self._remove_drained()
+                    autoscale(self, now, reports)
+            remove_drained(self)
             if now >= next_sample:
                 self._sample(reports)
                 next_sample = now + sample_every
@@ -375,69 +377,6 @@ class Simulation:
             )
         )
 
-    # ------------------------------------------------------------------ scaling
-    def _autoscale(self, now: float, reports) -> None:
-        serving = {i: r for i, r in reports.items() if not r.draining}
-        action = self.autoscaler.decide(now, serving, self.starting)
-        if action == SCALE_OUT:
-            self.starting += 1
-            self.scaling_log.append((now, SCALE_OUT, -1))
-            self.env.process(self._scale_out(now))
-        elif action == SCALE_IN:
-            self.drain(drain_candidate(serving))
-
-    def _scale_out(self, decided_at: float):
-        yield self.env.timeout(self.config.autoscale.cold_start)
-        self.starting -= 1
-        instance_id = self.add_instance(billed_from=decided_at)
-        self.scaling_log.append((self.env.now, "ready", instance_id))
-
-    def drain(self, instance_id: int) -> None:
-        """Scale-in: no more dispatches; a fake request of infinite usage makes the
-        instance a migration source until it is empty (without migration its requests
-        simply finish), then it is removed."""
-        self.instances[instance_id].llumlet.draining = True
-        self.scheduler.remove_instance(instance_id)
-        self.scaling_log.append((self.env.now, SCALE_IN, instance_id))
-
-    def _remove_drained(self) -> None:
-        for runtime in self.live_instances():
-            llumlet = runtime.llumlet
-            if llumlet.draining and llumlet.is_empty and not llumlet.migrating:
-                self.stop_instance(llumlet.id)
-                self.scaling_log.append((self.env.now, "removed", llumlet.id))
-
-    # ------------------------------------------------------------------ failures
-    def fail_instance(self, instance_id: int, on_failure: str = "abort") -> list[Request]:
-        """An instance dies: its requests are aborted or dispatched again from scratch."""
-        runtime = self.instances[instance_id]
-        lost = runtime.llumlet.fail()
-        self.stop_instance(instance_id)
-        self.fault_log.append((self.env.now, "instance_failed", instance_id))
-        for request in lost:
-            if on_failure == "retry":
-                request.retries += 1
-                request.generated = 0
-                request.first_admitted = request.first_token_time = None
-                request.preempted_at = None
-                if request.migration is not None and request.migration.source == instance_id:
-                    request.migration = None
-                self.dispatch(request)
-            else:
-                request.state = RequestState.ABORTED
-                request.abort_reason = ABORT_INSTANCE_FAILED
-                request.finish_time = self.env.now
-                self._request_done(request)
-        return lost
-
-    def _stage_fails(self) -> bool:
-        if self.transfer_failure is None:
-            return False
-        probability, start, end = self.transfer_failure
-        if not start <= self.env.now <= end:
-            return False
-        return bool(self.rng.random() < probability)
-
     # ------------------------------------------------------------------ migration
     def _start_migration(self, source_id: int) -> None:
         """Start the next migration out of a paired source, if it is still a source."""
@@ -482,7 +421,7 @@ class Simulation:
             self.migration_settings,
             self.transfer,
             self._wake_llumlet,
-            stage_fails=self._stage_fails,
+            stage_fails=lambda: stage_fails(self),
             handshake_timeout=self.config.migration.prealloc_timeout,
         )
         if record.outcome == "committed":
@@ -496,8 +435,6 @@ class Simulation:
         env = self.env
         env.process(self._arrivals())
         env.process(self._load_reports(progress))
-        from sim.engine.faults import inject_faults
-
         inject_faults(self)
         stop = self.all_done
         if self.config.time_limit is not None:
