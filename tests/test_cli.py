@@ -21,6 +21,9 @@ QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "
         (["workload.arrival.rate=-1"], "workload.arrival.rate"),
         (["workload.trace=traces/nope.csv"], "traces/nope.csv"),
         (["cluster.model=gpt-9"], "gpt-9"),
+        (["cluster.max_batch_size=400"], "cluster.max_batch_size"),
+        (["cluster.max_batched_tokens=20000"], "max_batched_tokens"),
+        (["faults=[{kind: instance_failure, at: 1, instance: 99}]"], "faults[0].instance"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_naming_the_problem(overrides, named, capsys, tmp_path):

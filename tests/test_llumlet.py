@@ -98,3 +98,19 @@ def test_head_of_line_blocked_by_memory_is_visible_in_the_load_report():
     assert report.used_blocks == 8 and report.free_blocks == 2
     # freeness: (M - used - head demand) / running = (10 - 8 - 5) / 1
     assert report.freeness_full == -3.0 and report.freeness_normal == 2.0
+
+
+def test_a_sequence_longer_than_the_model_supports_is_aborted_not_run():
+    llumlet, done = make_llumlet(capacity=100, max_seq_len=100)
+    too_long_prompt = Request(0, 0.0, prompt_tokens=120, output_tokens=5)
+    grows_too_long = Request(1, 0.0, prompt_tokens=50, output_tokens=100)
+    llumlet.enqueue(too_long_prompt)
+    llumlet.enqueue(grows_too_long)
+    while len(done) < 2:
+        step(llumlet)
+    assert too_long_prompt.abort_reason == "exceeds_instance_limits"
+    assert too_long_prompt.generated == 0
+    assert grows_too_long.abort_reason == "exceeds_instance_limits"
+    # stopped when it needed a 7th block: 96 tokens is the most that fits whole blocks of 16
+    assert grows_too_long.prompt_tokens + grows_too_long.generated == 97
+    assert llumlet.ledger.allocated == 0

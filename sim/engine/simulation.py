@@ -118,6 +118,12 @@ class Simulation:
         cluster = config.cluster
         capacity = cluster.kv_capacity_blocks or self.model.kv_capacity_blocks
         tiers = max(config.workload.priority.tiers, int(self.workload.tier.max(initial=0)) + 1)
+        model_batch_cap = getattr(self.model, "max_batch_size", cluster.max_batch_size)
+        if cluster.max_batch_size > model_batch_cap:
+            raise ConfigError(
+                f"cluster.max_batch_size: {cluster.max_batch_size} exceeds the {model_batch_cap} "
+                "decode batch sizes the replica model is profiled for"
+            )
         self.limits = LlumletLimits(
             capacity_blocks=capacity,
             block_size=cluster.block_size,
@@ -125,6 +131,7 @@ class Simulation:
             max_batch_size=cluster.max_batch_size,
             watermark_blocks=int(cluster.watermark_fraction * capacity),
             tiers=tiers,
+            max_seq_len=getattr(self.model, "max_tokens", LlumletLimits.max_seq_len),
         )
         self.headroom = (
             tier_headroom_blocks(
@@ -506,6 +513,8 @@ def _load_model(config: SimulationConfig) -> BatchTimer:
             kv_capacity_blocks=cluster.kv_capacity_blocks,
         )
     except UnknownHardwareError as exc:
+        raise ConfigError(f"cluster: {exc}") from None
+    except ValueError as exc:  # a limit outside what the profiles cover
         raise ConfigError(f"cluster: {exc}") from None
 
 

@@ -136,6 +136,8 @@ class ReplicaModel:
         self.block_size = block_size
         self.kv_capacity_blocks = kv_capacity_blocks
         self.kv_bytes_per_token = kv_bytes_per_token
+        self.max_tokens = settings.MAX_TOKENS  # profiled: per iteration and per sequence
+        self.max_batch_size = settings.MAX_DECODE_BATCH  # profiled decode batch sizes
         self._num_layers = replica.num_layers_per_pipeline_stage
         self._batching_overhead = settings.decode_batching_overhead(
             settings.predictor_config(layout, cache_dir=""), replica.model_config

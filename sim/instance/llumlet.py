@@ -54,6 +54,7 @@ class LlumletLimits:
     max_batch_size: int = 256
     watermark_blocks: int = 0
     tiers: int = 1
+    max_seq_len: int = 1 << 62  # the replica model's longest sequence (vLLM's max_model_len)
 
 
 class Batch:
@@ -147,6 +148,8 @@ class Llumlet:
         self.priority = priority
         self.colocated_slowdown = colocated_slowdown
         self.ledger = BlockLedger(limits.capacity_blocks)
+        # a sequence stops where its next block would hold tokens past max_seq_len
+        self._max_blocks_per_sequence = limits.max_seq_len // limits.block_size
         self.waiting = WaitingQueue(limits.tiers if priority else 1)
         self.running: dict[Request, None] = {}  # admission order: the last one is preempted first
         self.running_per_tier = [0] * limits.tiers
@@ -254,7 +257,11 @@ class Llumlet:
             request = self.waiting.head()
             q = request.seq_len
             need = self.blocks_for(q)
-            if q > limits.max_batched_tokens or need > limits.capacity_blocks - limits.watermark_blocks:
+            if (
+                q > limits.max_batched_tokens
+                or q > limits.max_seq_len
+                or need > limits.capacity_blocks - limits.watermark_blocks
+            ):
                 self.waiting.pop_head()
                 self.waiting_demand -= need
                 self.abort(request, "exceeds_instance_limits")
@@ -288,6 +295,9 @@ class Llumlet:
             for request, epoch in due:
                 if request.epoch != epoch:
                     continue  # left the batch (finished, preempted, suspended) meanwhile
+                if request.blocks >= self._max_blocks_per_sequence:
+                    self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
+                    continue
                 while self.ledger.free < 1:
                     victim = self._preemption_victim()
                     self._preempt(victim)
