@@ -100,8 +100,10 @@ def prepare_vidur_offline(
 
     The KV capacity is ours (``--cache_config_num_blocks``); the block size is the
     profiled one (16), which Vidur's attention-profile filter and prediction hash require.
-    Note that Vidur caps a replica's batch size at (its own planner's KV tokens) //
-    (request generator ``max_tokens``): set that flag to the workload's real maximum.
+    Vidur's request generator ``max_tokens`` still matters: it sizes Vidur's blocks per
+    sequence and (for its Orca scheduler) the batch size as planner KV tokens // max_tokens;
+    its vLLM scheduler is capped by ``--vllm_scheduler_config_batch_size_cap`` instead. Set
+    ``max_tokens`` to the workload's real maximum.
     """
     layout = find_layout(model, device, tensor_parallel)
     replica = load_replica_model(
