@@ -492,11 +492,6 @@ class Simulation:
                     leaked += blocks
         return leaked
 
-    def check(self) -> None:
-        """Conservation checks on every instance (tests call this between steps)."""
-        for runtime in self.instances.values():
-            runtime.llumlet.check()
-
 
 def _load_model(config: SimulationConfig) -> BatchTimer:
     from sim.hardware import UnknownHardwareError, load_replica_model

@@ -371,7 +371,6 @@ class Llumlet:
         self.preemptions += 1
         if request.preempted_at is None:
             request.preempted_at = self.clock()
-            request.progress_at_preemption = request.generated
         self.waiting.push(request, front=True)
         self.waiting_demand += self.blocks_for(request.seq_len)
 

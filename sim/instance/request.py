@@ -38,7 +38,6 @@ class Request:
         "preemptions",
         "preemption_loss",
         "preempted_at",
-        "progress_at_preemption",
         "migrations",
         "abort_reason",
         "retries",
@@ -69,7 +68,6 @@ class Request:
         self.preemptions = 0
         self.preemption_loss = 0.0
         self.preempted_at: Optional[float] = None
-        self.progress_at_preemption = 0
         self.migrations = 0
         self.abort_reason: Optional[str] = None
         self.retries = 0
