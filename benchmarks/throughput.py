@@ -83,7 +83,7 @@ def child_ours(config_json: str, profile: str | None) -> int:
     """One llumsim run; prints a JSON report on its last line."""
     started = time.perf_counter()
     from sim.config import load_config
-    from sim.engine.simulation import Simulation
+    from sim.engine import Simulation
     from sim.metrics import request_table, summarize
     from sim.metrics.tables import cluster_table
 

@@ -6,7 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
-from sim.config import load_config
+from sim.cluster import FixedPlacement, GlobalScheduler
+from sim.config import SimulationConfig, load_config
 from sim.hardware.transfer import TransferModel
 from sim.workload import Workload
 
@@ -68,6 +69,10 @@ def make_config(**sections):
     """A config from nested dicts, e.g. make_config(cluster={'instances': 2})."""
     return load_config(base={"name": "test", **sections})
 
+
+def placed(config: SimulationConfig, targets) -> GlobalScheduler:
+    """The configured global scheduler, except that the i-th request goes to ``targets[i]``."""
+    return GlobalScheduler(config.scheduler, dispatch_rule=FixedPlacement(targets))
 
 
 def make_transfer(stage_latency: float = 0.01, bandwidth: float = 2.5e9) -> TransferModel:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.engine.simulation import Simulation
+from sim.engine import Simulation
 from sim.metrics import request_table
 from tests.doubles import ConstantTimer, make_config, make_workload
 

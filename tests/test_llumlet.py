@@ -4,23 +4,37 @@ from __future__ import annotations
 
 import math
 
-from sim.instance.llumlet import Llumlet, LlumletLimits
+from sim.instance.limits import LlumletLimits
+from sim.instance.llumlet import Llumlet
+from sim.instance.load import freeness_full, freeness_normal
 from sim.instance.request import Request, RequestState
 from tests.doubles import LinearTimer
+
+
+class Clock:
+    """Simulated time, advanced by ``step`` by each iteration's duration."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def make_llumlet(capacity=100, **limits) -> tuple[Llumlet, list[Request]]:
     done: list[Request] = []
     llumlet = Llumlet(
-        0, LlumletLimits(capacity_blocks=capacity, **limits), LinearTimer(), clock=lambda: 0.0,
+        0, LlumletLimits(capacity_blocks=capacity, **limits), LinearTimer(), clock=Clock(),
         on_done=done.append,
     )
     return llumlet, done
 
 
 def step(llumlet: Llumlet):
+    """One iteration, its duration on the llumlet's clock; blocks checked after it."""
     batch = llumlet.next_batch()
     if batch is not None:
+        llumlet.clock.now += llumlet.iteration_time(batch)
         llumlet.complete(batch)
         llumlet.check()
     return batch
@@ -34,7 +48,7 @@ def test_blocks_persist_and_grow_one_per_block_size_tokens():
     assert batch.is_prefill and batch.prefill_tokens == [16]
     assert request.blocks == 1  # the prompt's 16 tokens
     llumlet.complete(batch)
-    assert request.generated == 1 and request.first_token_time == 0.0
+    assert request.generated == 1 and request.first_token_time == 0.0  # the clock stood still
     while not request.done:
         batch = llumlet.next_batch()
         # before every decode step the request holds blocks for prompt + generated tokens
@@ -74,12 +88,18 @@ def test_preemption_by_recompute_takes_the_most_recently_admitted_and_it_still_f
     second = Request(1, 0.0, prompt_tokens=32, output_tokens=80)
     llumlet.enqueue(first)
     llumlet.enqueue(second)
+    recompute_prefills = []
     while not (first.done and second.done):
-        assert step(llumlet) is not None
+        batch = step(llumlet)
+        assert batch is not None
+        if batch.is_prefill and second.preemptions and second in batch.requests:
+            recompute_prefills.append(llumlet.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0))
     assert first.preemptions == 0
     assert second.preemptions >= 1
-    # the recompute prefill covered prompt + generated tokens, and the loss was recorded
-    assert second.generated == 80 and second.preemption_loss >= 0
+    # the recompute prefill covered prompt + generated tokens, and the loss was recorded:
+    # from the preemption until the recompute prefill ended, so at least that prefill
+    assert second.generated == 80
+    assert recompute_prefills and second.preemption_loss >= sum(recompute_prefills) > 0
     assert llumlet.preemptions == second.preemptions
     assert [r.id for r in done] == [0, 1]
     assert llumlet.ledger.allocated == 0
@@ -94,10 +114,10 @@ def test_head_of_line_blocked_by_memory_is_visible_in_the_load_report():
     llumlet.enqueue(waiter)
     report = llumlet.report()
     assert report.head_demand_blocks == 5 and report.num_waiting == 1
-    assert llumlet.head_blocked_by_memory
+    assert report.head_blocked
     assert report.used_blocks == 8 and report.free_blocks == 2
     # freeness: (M - used - head demand) / running = (10 - 8 - 5) / 1
-    assert report.freeness_full == -3.0 and report.freeness_normal == 2.0
+    assert freeness_full(report) == -3.0 and freeness_normal(report) == 2.0
 
 
 def test_a_sequence_longer_than_the_model_supports_is_aborted_not_run():

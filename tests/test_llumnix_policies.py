@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from sim.cluster.llumnix import LlumnixBaseScheduler, LlumnixScheduler
-from sim.config import SchedulerConfig
-from sim.engine.simulation import Simulation
-from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
+from sim.engine import Simulation
+from tests.doubles import LinearTimer, make_config, make_transfer, make_workload, placed
 
 
 def test_queued_long_input_is_admitted_sooner_under_llumnix_than_infaas():
@@ -27,8 +25,8 @@ def test_queued_long_input_is_admitted_sooner_under_llumnix_than_infaas():
             LinearTimer(capacity_blocks=capacity),
             make_workload(arrival, prompts, outputs),
             transfer=make_transfer(),
+            check_every_step=True,
         )
-        simulation.check_every_step = True
         result = simulation.run()
         long_request = result.requests[-1]
         assert long_request.generated == 50
@@ -40,21 +38,6 @@ def test_queued_long_input_is_admitted_sooner_under_llumnix_than_infaas():
     assert infaas_delay > 10.0  # it waits for a 1000-token request to finish
     assert llumnix_delay < 1.0
     assert llumnix_delay < infaas_delay
-
-
-class _AllOnInstanceZero:
-    """Test variant: dispatch everything to instance 0, keep the scheduler's migration logic."""
-
-    def choose(self, request):
-        return 0
-
-
-class PinnedLlumnix(_AllOnInstanceZero, LlumnixScheduler):
-    pass
-
-
-class PinnedLlumnixBase(_AllOnInstanceZero, LlumnixBaseScheduler):
-    pass
 
 
 def test_llumnix_moves_normal_requests_away_from_a_high_priority_request():
@@ -69,31 +52,31 @@ def test_llumnix_moves_normal_requests_away_from_a_high_priority_request():
     outputs = [400] * n
     tiers = [0] + [1] * (n - 1)
 
-    def run(scheduler_cls):
+    def run(scheduler: str):
         config = make_config(
             cluster={"instances": 2, "kv_capacity_blocks": capacity},
             workload={"priority": {"tiers": 2}},
-            scheduler={"name": scheduler_cls.name, "headroom": {"blocks": [40, 0]}},
+            scheduler={"name": scheduler, "headroom": {"blocks": [40, 0]}},
         )
         simulation = Simulation(
             config,
             LinearTimer(capacity_blocks=capacity),
             make_workload(arrival, prompts, outputs, tiers),
             transfer=make_transfer(),
-            scheduler=scheduler_cls(SchedulerConfig(**{**config.scheduler.__dict__})),
+            scheduler=placed(config, [0] * n),  # everything lands on instance 0
+            check_every_step=True,
         )
-        simulation.check_every_step = True
         return simulation.run()
 
-    tiered = run(PinnedLlumnix)
-    base = run(PinnedLlumnixBase)
+    tiered = run("llumnix")
+    base = run("llumnix-base")
     critical, critical_base = tiered.requests[0], base.requests[0]
     assert critical.migrations == 0  # lower priority goes first
     moved = [m for m in tiered.migrations if m.outcome == "committed"]
     assert moved and all(tiered.requests[m.request_id].tier == 1 for m in moved)
     # without headroom the instance only becomes a source once its requests have grown
     first_move = min(m.start for m in moved)
-    assert all(m.start > first_move + 0.5 for m in base.migrations)
+    assert base.migrations and min(m.start for m in base.migrations) > first_move + 0.5
 
     def decode_latency(request):
         return (request.finish_time - request.first_token_time) / (request.output_tokens - 1)

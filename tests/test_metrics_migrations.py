@@ -10,14 +10,13 @@ from dataclasses import astuple
 import pandas as pd
 import pytest
 
-from sim.cluster.base import FixedPlacementScheduler
-from sim.engine.simulation import Simulation, SimulationResult
-from sim.instance.migration import MigrationRecord
+from sim.engine import Simulation, SimulationResult
+from sim.instance.migration import MigrationMode, MigrationOutcome, MigrationRecord
 from sim.instance.request import Request
 from sim.metrics import migration_table, request_table, write_run, write_timeline
 from sim.metrics.summary import migration_summary, migrating_fractions
 from sim.metrics.trace import pid_of
-from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
+from tests.doubles import LinearTimer, make_config, make_transfer, make_workload, placed
 
 CAPACITY = 100
 
@@ -26,38 +25,33 @@ CAPACITY = 100
 def result() -> SimulationResult:
     """Three instances; request 0 (on 0) is sent to a full instance 2 (aborted at once,
     nothing copied), then 0 -> 1 and back 1 -> 0 (both committed: a reversal)."""
+    config = make_config(
+        cluster={"instances": 3, "kv_capacity_blocks": CAPACITY}, output={"timeline": True}
+    )
     simulation = Simulation(
-        make_config(
-            cluster={"instances": 3, "kv_capacity_blocks": CAPACITY},
-            output={"timeline": True},
-        ),
+        config,
         LinearTimer(capacity_blocks=CAPACITY),
         make_workload([0.0, 0.0, 0.0], [640, 160, 1400], [300, 400, 300], tier=[0, 1, 2]),
         transfer=make_transfer(),
-        scheduler=FixedPlacementScheduler([0, 1, 2]),
+        scheduler=placed(config, [0, 1, 2]),
         record_batches=True,
     )
-
-    def plan():
-        for when, source, destination in ((0.5, 0, 2), (1.0, 0, 1), (4.0, 1, 0)):
-            yield simulation.env.timeout(when - simulation.env.now)
-            simulation.migrate_request(simulation.requests[0], source, destination)
-
-    simulation.env.process(plan())
+    for when, source, destination in ((0.5, 0, 2), (1.0, 0, 1), (4.0, 1, 0)):
+        simulation.at(when, lambda s=source, d=destination: simulation.migrate(0, s, d))
     return simulation.run()
 
 
 def record(mid, request, source, destination, start, end, outcome="committed", **fields):
     return MigrationRecord(
-        id=mid, request_id=request, source=source, destination=destination, mode="live",
-        start=start, end=end, outcome=outcome,
+        id=mid, request_id=request, source=source, destination=destination,
+        mode=MigrationMode.LIVE, start=start, end=end, outcome=MigrationOutcome(outcome),
         committed_at=end if outcome == "committed" else math.nan, **fields,
     )
 
 
 def hand_built(migrations, lifetimes, end_time=10.0, requests=()) -> SimulationResult:
     return SimulationResult(
-        config=make_config(), requests=list(requests), instance_samples=[], cluster_samples=[],
+        config=make_config(), requests=list(requests), load_samples=[],
         instance_lifetimes=lifetimes, end_time=end_time, wall_seconds=0.0,
         capacity_blocks=CAPACITY, workload_description="hand-built", migrations=migrations,
     )
@@ -218,11 +212,12 @@ def test_write_run_writes_the_log_the_timeline_and_the_plot_and_changes_nothing(
 
 
 def test_a_run_without_migrations_still_writes_the_log_header(tmp_path):
+    config = make_config(cluster={"instances": 1, "kv_capacity_blocks": CAPACITY})
     simulation = Simulation(
-        make_config(cluster={"instances": 1, "kv_capacity_blocks": CAPACITY}),
+        config,
         LinearTimer(capacity_blocks=CAPACITY),
         make_workload([0.0], [64], [4]),
-        scheduler=FixedPlacementScheduler([0]),
+        scheduler=placed(config, [0]),
     )
     summary = write_run(simulation.run(), tmp_path, plots=False)
     assert "timeline.json" not in summary["files"] and "migrations.png" not in summary["files"]

@@ -20,7 +20,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from sim.cluster.base import FixedPlacementScheduler
+from sim.cluster import FixedPlacement, GlobalScheduler
 from sim.config import load_config
 from sim.engine.simulation import Simulation
 
@@ -114,27 +114,25 @@ def run_case(model, transfer, mode: str, seq_len: int, colocated_slowdown: float
             "output": {"timeseries_interval": 1000.0},
         }
     )
+    placement = FixedPlacement([0] * n_source + [1] * n_destination)
     simulation = Simulation(
         config,
         replica_model=model,
         workload=workload,
         transfer=transfer,
         record_batches=True,
-        scheduler=FixedPlacementScheduler([0] * n_source + [1] * n_destination),
+        scheduler=GlobalScheduler(config.scheduler, dispatch_rule=placement),
     )
-    records = []
-
-    def trigger():
-        while not all(r.first_token_time is not None for r in simulation.requests[:n]) or len(
-            simulation.requests
-        ) < n:
-            yield simulation.env.timeout(0.01)
-        yield simulation.env.timeout(0.2)  # a few decode steps into the steady batch
-        records.append(simulation.migrate_request(simulation.requests[0], 0, 1))
-
-    simulation.env.process(trigger())
-    simulation.run()
-    record = records[0]
+    # wait until every request has its first token, then a few decode steps into the batch
+    step = 0.01
+    simulation.run_until(step)
+    while len(simulation.requests) < n or any(
+        simulation.request(i).first_token_time is None for i in range(n)
+    ):
+        simulation.run_until(simulation.now + step)
+    simulation.run_until(simulation.now + 0.2)
+    record = simulation.migrate(0, 0, 1)
+    result = simulation.run()
     ref, source = reference_ms(model.model, mode, seq_len)
     downtime_ms = record.downtime * 1000
     error, ok = judge(mode, downtime_ms, record.stages, ref, source)
@@ -147,7 +145,7 @@ def run_case(model, transfer, mode: str, seq_len: int, colocated_slowdown: float
         stages=record.stages,
         blocks=record.blocks,
         last_stage_blocks=record.last_stage_blocks,
-        slowdown=_colocated_slowdown(simulation.batch_log, record) if mode == "live" else math.nan,
+        slowdown=_colocated_slowdown(result.batch_log, record) if mode == "live" else math.nan,
         reference_ms=ref,
         reference=source,
         rel_error=error,
@@ -157,7 +155,7 @@ def run_case(model, transfer, mode: str, seq_len: int, colocated_slowdown: float
 
 def _colocated_slowdown(batch_log, record) -> float:
     """Mean source decode step while copying vs the steps just before the migration."""
-    steps = [(start, duration) for inst, start, duration, prefill, _ in batch_log if inst == 0 and not prefill]
+    steps = [(b.start, b.duration) for b in batch_log if b.instance == 0 and not b.is_prefill]
     copy_end = record.suspended_at
     before = [d for start, d in steps if start < record.start][-10:]
     during = [d for start, d in steps if record.start <= start and start + d <= copy_end]

@@ -1,38 +1,31 @@
-"""Global schedulers: they see instance-level load reports only."""
+"""Global scheduling policy: composable rules that see instance-level load reports only."""
 
 from __future__ import annotations
 
-from sim.cluster.base import (
+from sim.cluster.dispatch import (
+    DISPATCH_RULES,
     DispatchInfo,
-    GlobalScheduler,
-    InfaasScheduler,
-    RoundRobinScheduler,
+    DispatchRule,
+    FixedPlacement,
+    FrontendFallback,
 )
-from sim.cluster.llumnix import LlumnixBaseScheduler, LlumnixScheduler
-from sim.config import ConfigError, SchedulerConfig
-
-SCHEDULERS: dict[str, type[GlobalScheduler]] = {
-    cls.name: cls
-    for cls in (RoundRobinScheduler, InfaasScheduler, LlumnixBaseScheduler, LlumnixScheduler)
-}
-
-
-def make_scheduler(config: SchedulerConfig) -> GlobalScheduler:
-    """Build the configured global scheduler; an unknown name is a ConfigError."""
-    cls = SCHEDULERS.get(config.name)
-    if cls is None:
-        known = ", ".join(sorted(SCHEDULERS))
-        raise ConfigError(f"scheduler.name: unknown scheduler {config.name!r} (known: {known})")
-    return cls(config)
-
+from sim.cluster.global_scheduler import PRESETS, GlobalScheduler
+from sim.cluster.ordering import ARRIVAL_ORDERINGS
+from sim.cluster.pairing import PAIRING_RULES, PairingRule
+from sim.cluster.scaling import SCALING_RULES, ScalingDecision, ScalingRule
 
 __all__ = [
+    "ARRIVAL_ORDERINGS",
+    "DISPATCH_RULES",
+    "PAIRING_RULES",
+    "PRESETS",
+    "SCALING_RULES",
     "DispatchInfo",
+    "DispatchRule",
+    "FixedPlacement",
+    "FrontendFallback",
     "GlobalScheduler",
-    "InfaasScheduler",
-    "LlumnixBaseScheduler",
-    "LlumnixScheduler",
-    "RoundRobinScheduler",
-    "SCHEDULERS",
-    "make_scheduler",
+    "PairingRule",
+    "ScalingDecision",
+    "ScalingRule",
 ]

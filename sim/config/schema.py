@@ -174,7 +174,10 @@ class HeadroomConfig:
 class SchedulerConfig:
     """The global scheduler, how often instances report load, and Llumnix's knobs."""
 
-    name: str = "infaas++"
+    name: str = "infaas++"  # a preset bundle of the parts below (sim.cluster.PRESETS)
+    dispatch: Optional[str] = None  # dispatch rule (None: the preset's), sim.cluster.DISPATCH_RULES
+    pairing: Optional[str] = None  # migration pairing rule, or "none" (None: the preset's)
+    ordering: Optional[str] = None  # order of simultaneous arrivals (None: the preset's)
     load_report_interval: float = 0.05  # seconds between load reports (Llumnix polls at 50 ms)
     count_dispatched_load: bool = True  # add a dispatched request's demand to the view until the next report
     pairing_every: int = 4  # migration pairing every N load reports (Llumnix artifact: 4)
@@ -214,6 +217,7 @@ class MigrationConfig:
     """How a request moves between instances (used by the llumnix schedulers)."""
 
     mode: Literal["live", "blocking", "recompute"] = "live"
+    candidate: str = "lowest-tier-shortest"  # which running request a source moves (sim.instance.candidates)
     last_stage_blocks: int = 16  # enter the last stage when at most this many blocks remain
     max_stages: int = 3  # the stage after this many is the last one regardless
     colocated_slowdown: float = 0.01  # iterations overlapping a copy take this much longer
@@ -241,6 +245,7 @@ class AutoscaleConfig:
     """Keep the average F_normal of serving instances within [low, high] by adding/draining."""
 
     enabled: bool = False
+    rule: str = "sustained-band"  # scaling rule, sim.cluster.SCALING_RULES
     low: float = 10.0  # scale out while the average freeness stays below this
     high: float = 60.0  # scale in while it stays above this
     sustain: float = 10.0  # seconds the condition must hold before acting

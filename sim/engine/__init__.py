@@ -1,1 +1,7 @@
-"""Discrete-event kernel (simpy): clock, processes, wiring; no policy."""
+"""Discrete-event kernel (simpy): advances time and carries out decisions; no policy."""
+
+from sim.engine.result import SimulationResult
+from sim.engine.simulate import simulate
+from sim.engine.simulation import Simulation
+
+__all__ = ["Simulation", "SimulationResult", "simulate"]

@@ -8,100 +8,104 @@
   touch it abort through the handshake. With ``restart_after``, a fresh instance with zero
   load joins that many seconds later.
 * ``transfer_failure``: every migration stage in [start, end] fails with ``probability``.
+
+Windows compose. Overlapping ``scheduler_down`` windows keep the scheduler away until the
+last one ends, with the fallback of the most recently started window still open. Each open
+``transfer_failure`` window fails a stage independently with its probability (a stage fails
+if any of them does). Several ``instance_failure`` faults each act; one that finds its
+instance already gone is logged and skipped.
+
+The injector keeps its own state and acts only through ``ClusterActions``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Sequence
+
+import numpy as np
 
 from sim.config import ConfigError, FaultConfig
-from sim.instance.request import Request, RequestState
-
-if TYPE_CHECKING:
-    from sim.engine.simulation import Simulation
+from sim.engine.actions import ClusterActions
+from sim.engine.result import FaultEvent
+from sim.instance.request import Request
 
 ABORT_INSTANCE_FAILED = "instance_failed"
 
 
-def inject_faults(simulation: "Simulation") -> None:
-    """Start one process per configured fault."""
-    for index, fault in enumerate(simulation.config.faults):
-        if fault.kind == "scheduler_down":
-            simulation.env.process(_scheduler_outage(simulation, fault))
-        elif fault.kind == "instance_failure":
-            if fault.instance not in simulation.instances:
+class FaultInjector:
+    def __init__(
+        self, env, faults: Sequence[FaultConfig], actions: ClusterActions, rng: np.random.Generator
+    ) -> None:
+        self.env = env
+        self.faults = list(faults)
+        self.actions = actions
+        self.rng = rng  # stage-failure draws (shared with the frontends' random fallback)
+        self.log: list[FaultEvent] = []
+        self.transfer_windows = [
+            (fault.probability, 0.0 if fault.start is None else fault.start,
+             math.inf if fault.end is None else fault.end)
+            for fault in self.faults
+            if fault.kind == "transfer_failure"
+        ]
+        self._outages: list[str] = []  # fallbacks of the open scheduler_down windows, oldest first
+        for index, fault in enumerate(self.faults):
+            if fault.kind == "instance_failure" and not actions.is_alive(fault.instance):
                 raise ConfigError(
-                    f"faults[{index}].instance: no instance {fault.instance} at start "
-                    f"(the cluster starts with {len(simulation.instances)})"
+                    f"faults[{index}].instance: no instance {fault.instance} at start"
                 )
-            simulation.env.process(_instance_failure(simulation, fault))
-        else:
-            start = 0.0 if fault.start is None else fault.start
-            end = math.inf if fault.end is None else fault.end
-            simulation.transfer_failure = (fault.probability, start, end)
 
+    def start(self) -> None:
+        """Start one process per timed fault."""
+        for fault in self.faults:
+            if fault.kind == "scheduler_down":
+                self.env.process(self._scheduler_outage(fault))
+            elif fault.kind == "instance_failure":
+                self.env.process(self._instance_failure(fault))
 
-def _scheduler_outage(simulation: "Simulation", fault: FaultConfig):
-    env = simulation.env
-    yield env.timeout(fault.start)
-    simulation.scheduler_up = False
-    simulation.fallback = fault.fallback
-    simulation.pairing = {}
-    simulation.scheduler.pairs.clear()  # migration stops; in-flight ones finish by themselves
-    simulation.fault_log.append((env.now, "scheduler_down", fault.fallback))
-    yield env.timeout(fault.end - fault.start)
-    # back: start again from fresh load reports, not the ones from before the outage
-    simulation.scheduler.reports.clear()
-    simulation.scheduler.observe(
-        {runtime.llumlet.id: runtime.llumlet.report() for runtime in simulation.live_instances()}
-    )
-    simulation.scheduler_up = True
-    simulation.fault_log.append((env.now, "scheduler_up", ""))
-
-
-def _instance_failure(simulation: "Simulation", fault: FaultConfig):
-    env = simulation.env
-    yield env.timeout(fault.at)
-    if not simulation.instances[fault.instance].alive:
-        simulation.fault_log.append((env.now, "instance_failure_skipped", fault.instance))
-        return
-    fail_instance(simulation, fault.instance, fault.on_failure)
-    if fault.restart_after is not None:
-        yield env.timeout(fault.restart_after)
-        new_id = simulation.add_instance()
-        simulation.fault_log.append((env.now, "instance_restarted", new_id))
-
-
-def fail_instance(simulation: "Simulation", instance_id: int, on_failure: str = "abort") -> list[Request]:
-    """An instance dies with its KV cache: its requests are aborted, or dispatched again
-    from scratch (``retry``: progress and first-token time reset, ``retries`` counted)."""
-    env = simulation.env
-    lost = simulation.instances[instance_id].llumlet.fail()
-    simulation.stop_instance(instance_id)
-    simulation.fault_log.append((env.now, "instance_failed", instance_id))
-    for request in lost:
-        if on_failure == "retry":
-            request.retries += 1
-            request.generated = 0
-            request.first_admitted = request.first_token_time = None
-            request.preempted_at = None
-            if request.migration is not None and request.migration.source == instance_id:
-                request.migration = None
-            simulation.dispatch(request)
-        else:
-            request.state = RequestState.ABORTED
-            request.abort_reason = ABORT_INSTANCE_FAILED
-            request.finish_time = env.now
-            simulation.request_done(request)
-    return lost
-
-
-def stage_fails(simulation: "Simulation") -> bool:
-    """Draw whether this migration stage's transfer fails (``transfer_failure`` faults)."""
-    if simulation.transfer_failure is None:
+    def stage_fails(self) -> bool:
+        """Draw whether this migration stage's transfer fails (``transfer_failure`` windows)."""
+        now = self.env.now
+        for probability, start, end in self.transfer_windows:
+            if start <= now <= end and self.rng.random() < probability:
+                return True
         return False
-    probability, start, end = simulation.transfer_failure
-    if not start <= simulation.env.now <= end:
-        return False
-    return bool(simulation.rng.random() < probability)
+
+    def fail_instance(self, instance_id: int, on_failure: str = "abort") -> list[Request]:
+        """An instance dies with its KV cache: its requests are aborted, or dispatched again
+        from scratch (``retry``)."""
+        lost = self.actions.fail(instance_id)
+        self.log.append(FaultEvent(self.env.now, "instance_failed", instance_id))
+        for request in lost:
+            if on_failure == "retry":
+                request.restart_from_scratch(instance_id)
+                self.actions.dispatch(request)
+            else:
+                self.actions.end_request(request, ABORT_INSTANCE_FAILED)
+        return lost
+
+    def _scheduler_outage(self, fault: FaultConfig):
+        env = self.env
+        yield env.timeout(fault.start)
+        self._outages.append(fault.fallback)
+        self.actions.set_scheduler_down(fault.fallback)
+        self.log.append(FaultEvent(env.now, "scheduler_down", fault.fallback))
+        yield env.timeout(fault.end - fault.start)
+        self._outages.remove(fault.fallback)
+        if self._outages:
+            self.actions.set_scheduler_down(self._outages[-1])  # an overlapping window goes on
+            return
+        self.actions.set_scheduler_down(None)
+        self.log.append(FaultEvent(env.now, "scheduler_up", ""))
+
+    def _instance_failure(self, fault: FaultConfig):
+        env = self.env
+        yield env.timeout(fault.at)
+        if not self.actions.is_alive(fault.instance):
+            self.log.append(FaultEvent(env.now, "instance_failure_skipped", fault.instance))
+            return
+        self.fail_instance(fault.instance, fault.on_failure)
+        if fault.restart_after is not None:
+            yield env.timeout(fault.restart_after)
+            new_id = self.actions.add_instance()
+            self.log.append(FaultEvent(env.now, "instance_restarted", new_id))

@@ -1,103 +1,48 @@
-"""The discrete-event kernel: wires workload, llumlets and the global scheduler on simpy.
+"""The discrete-event kernel: advances time and carries out decisions made elsewhere.
 
-Processes: one arrival process, one step loop per instance (form batch -> replica-model time
--> apply), one periodic process that delivers load reports to the global scheduler (which
-answers with migration pairs and scaling decisions) and samples time series, one process per
-migration, and the injected faults (``sim.engine.faults``). Policy lives elsewhere; this
-module only advances time and applies decisions.
+Processes (simpy): one arrival process, one step loop per instance (form batch -> replica-
+model time -> apply), one periodic process that delivers load reports to the global
+scheduler (which answers with migration pairs) and to the scaler, one process per migration,
+and the injected faults. Policy lives in ``sim.cluster`` (dispatch, pairing, ordering,
+scaling rules) and ``sim.instance`` (local scheduling, migration candidates); scaling and
+faults act through the ``ClusterActions`` methods below.
+
+Tests and experiments build a run with ``Simulation(...)``, may step it (``run_until``,
+``at``, ``migrate``, ``fail_instance``) and inspect it (``llumlet``, ``request``,
+``migration_records``), then finish it with ``run()``.
 """
 
 from __future__ import annotations
 
+import functools
 import time as wallclock
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 import simpy
 
-from sim.cluster import DispatchInfo, GlobalScheduler, make_scheduler
-from sim.cluster.autoscaler import AutoScaler
-from sim.config import ConfigError, SimulationConfig
-from sim.engine.faults import inject_faults, stage_fails
-from sim.engine.scaling import autoscale, remove_drained
-from sim.instance.llumlet import BatchTimer, Llumlet, LlumletLimits
-from sim.instance.migration import (
-    MigrationRecord,
-    MigrationSettings,
-    TransferModel,
-    migrate,
-    select_request,
-)
-from sim.instance.request import Request, RequestState
-from sim.instance.virtual_usage import tier_headroom_blocks
+from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.config import SimulationConfig
+from sim.engine.faults import FaultInjector
+from sim.engine.migrations import MigrationLauncher
+from sim.engine.instances import InstanceRuntime, StepLog, step_loop
+from sim.engine.result import LoadSample, SimulationResult
+from sim.engine.scaling import Scaler
+from sim.engine.setup import cluster_limits, load_model, load_transfer, load_workload, tier_headroom
+from sim.instance.candidates import CANDIDATE_RULES
+from sim.instance.limits import BatchTimer
+from sim.instance.llumlet import Llumlet
+from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
+from sim.instance.request import Request
 
 ABORT_NO_INSTANCE = "no_live_instance"
 
 
-@dataclass
-class InstanceRuntime:
-    """An instance's llumlet plus its life in the simulation."""
-
-    llumlet: Llumlet
-    started_at: float  # billed from here (a scale-out's cold start is paid for)
-    stopped_at: Optional[float] = None
-    wake: Optional[simpy.Event] = None
-    process: Optional[simpy.Process] = None
-
-    @property
-    def alive(self) -> bool:
-        return self.stopped_at is None
-
-
-@dataclass
-class SimulationResult:
-    """Everything a run produced; ``sim.metrics`` turns it into tables, summaries and plots."""
-
-    config: SimulationConfig
-    requests: list[Request]
-    instance_samples: list[tuple]
-    cluster_samples: list[tuple]
-    instance_lifetimes: dict[int, tuple[float, float]]
-    end_time: float
-    wall_seconds: float
-    capacity_blocks: int
-    workload_description: str
-    interrupted: bool = False
-    batches: int = 0
-    migrations: list[MigrationRecord] = field(default_factory=list)
-    batch_log: list[tuple] = field(default_factory=list)  # (instance, start, duration, prefill, size)
-    scaling_log: list[tuple] = field(default_factory=list)  # (time, action, instance)
-    fault_log: list[tuple] = field(default_factory=list)  # (time, event, detail)
-    leaked_blocks: int = 0  # allocated or reserved blocks left on live instances at the end
-
-
-INSTANCE_SAMPLE_COLUMNS = (
-    "time",
-    "instance",
-    "used_blocks",
-    "reserved_blocks",
-    "free_blocks",
-    "queue_length",
-    "running",
-    "freeness_full",
-    "freeness_normal",
-    "draining",
-)
-CLUSTER_SAMPLE_COLUMNS = (
-    "time",
-    "instances",  # billed: starting, serving and draining
-    "serving",
-    "draining",
-    "free_blocks",
-    "fragmented_blocks",
-    "queued",
-)
-
-
 class Simulation:
-    """One run. ``replica_model`` and ``workload`` may be injected (tests, benchmarks)."""
+    """One run. ``replica_model``, ``workload``, ``transfer`` and ``scheduler`` may be
+    injected (tests, benchmarks); ``check_every_step`` verifies block conservation on an
+    instance after every iteration."""
 
     def __init__(
         self,
@@ -108,81 +53,60 @@ class Simulation:
         transfer: TransferModel | None = None,
         record_batches: bool = False,
         scheduler: GlobalScheduler | None = None,
+        check_every_step: bool = False,
     ) -> None:
         self.config = config
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
-        self.scheduler: GlobalScheduler = scheduler or make_scheduler(config.scheduler)
-        self.workload = workload if workload is not None else _load_workload(config, root)
-        self.model = replica_model if replica_model is not None else _load_model(config)
-        cluster = config.cluster
-        capacity = cluster.kv_capacity_blocks or self.model.kv_capacity_blocks
-        tiers = max(config.workload.priority.tiers, int(self.workload.tier.max(initial=0)) + 1)
-        model_batch_cap = getattr(self.model, "max_batch_size", cluster.max_batch_size)
-        if cluster.max_batch_size > model_batch_cap:
-            raise ConfigError(
-                f"cluster.max_batch_size: {cluster.max_batch_size} exceeds the {model_batch_cap} "
-                "decode batch sizes the replica model is profiled for"
-            )
-        self.limits = LlumletLimits(
-            capacity_blocks=capacity,
-            block_size=cluster.block_size,
-            max_batched_tokens=cluster.max_batched_tokens,
-            max_batch_size=cluster.max_batch_size,
-            watermark_blocks=int(cluster.watermark_fraction * capacity),
-            tiers=tiers,
-            max_seq_len=getattr(self.model, "max_tokens", LlumletLimits.max_seq_len),
-        )
-        self.headroom = (
-            tier_headroom_blocks(
-                capacity,
-                tiers,
-                h_max=config.scheduler.headroom.h_max,
-                decay=config.scheduler.headroom.decay,
-                lowest_tier_none=config.scheduler.headroom.lowest_tier_none,
-                max_total=config.scheduler.headroom.max_total,
-                explicit=config.scheduler.headroom.blocks,
-            )
-            if self.scheduler.uses_tiers
-            else []
-        )
-        migration = config.migration
-        self.migration_settings = MigrationSettings(
-            mode=migration.mode,
-            last_stage_blocks=migration.last_stage_blocks,
-            max_stages=migration.max_stages,
-        )
-        self.transfer = transfer
-        if self.scheduler.migrates and self.transfer is None:
-            self.transfer = _load_transfer(config, self.model)
-        self.pairing: dict[int, int] = {}
-        self.migrations: list[MigrationRecord] = []
-        self.in_flight: list[simpy.Process] = []  # migration processes
-        self.record_batches = record_batches
-        self.batch_log: list[tuple] = []
+        self.scheduler = scheduler or GlobalScheduler(config.scheduler)
+        scaling_rule = SCALING_RULES.get(config.autoscale.rule)
+        self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate)
+        self.workload = workload if workload is not None else load_workload(config, root)
+        self.model = replica_model if replica_model is not None else load_model(config)
+        self.limits = cluster_limits(config, self.model, self.workload)
+        self.headroom = tier_headroom(config, self.limits) if self.scheduler.uses_tiers else []
+        if self.scheduler.migrates and transfer is None:
+            transfer = load_transfer(config, self.model)
+        self.steps = StepLog(record_batches, check_every_step)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.requests: list[Request] = []
-        self.done_count = 0
-        self.all_done = self.env.event()
-        self.instance_samples: list[tuple] = []
-        self.cluster_samples: list[tuple] = []
-        self.batches = 0
-        self.check_every_step = False  # tests: verify block conservation after every iteration
+        self.load_samples: list[LoadSample] = []
         self._done = bytearray(len(self.workload))
-        self.rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, fallback dispatch
-        self.scheduler_up = True
-        self.fallback = "round-robin"
-        self._fallback_next = 0
-        self.transfer_failure: Optional[tuple[float, float, float]] = None  # (p, start, end)
-        self.autoscaler = AutoScaler(config.autoscale) if config.autoscale.enabled else None
-        self.starting = 0  # scale-outs still in their cold start
-        self.scaling_log: list[tuple] = []
-        self.fault_log: list[tuple] = []
-        for _ in range(cluster.instances):
+        self._done_count = 0
+        self.all_done = self.env.event()
+        rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, random fallback
+        self.fallback = FrontendFallback(rng)
+        self.fallback_kind: Optional[str] = None  # set while the global scheduler is down
+        self.migrations = MigrationLauncher(
+            self.env,
+            MigrationSettings(
+                mode=MigrationMode(config.migration.mode),
+                last_stage_blocks=config.migration.last_stage_blocks,
+                max_stages=config.migration.max_stages,
+            ),
+            transfer,
+            self._wake_llumlet,
+            stage_fails=lambda: self.faults.stage_fails(),
+            handshake_timeout=config.migration.prealloc_timeout,
+            on_commit=self._try_migration,
+        )
+        self.scaler = (
+            Scaler(self.env, scaling_rule(config.autoscale), self, config.autoscale.cold_start)
+            if config.autoscale.enabled
+            else None
+        )
+        self._clock = functools.partial(getattr, self.env, "now")
+        for _ in range(config.cluster.instances):
             self.add_instance()
+        self.faults = FaultInjector(self.env, config.faults, self, rng)
+        self._started = False
 
-    # ------------------------------------------------------------------ instances
+    # ------------------------------------------------------------------ cluster actions
+    @property
+    def now(self) -> float:
+        return self.env.now
+
     def add_instance(self, billed_from: Optional[float] = None) -> int:
         """Start a new instance (initial cluster, scale-out, restart) and let it receive work."""
         instance_id = len(self.instances)
@@ -190,8 +114,8 @@ class Simulation:
             instance_id,
             self.limits,
             self.model,
-            clock=lambda: self.env.now,
-            on_done=self.request_done,
+            clock=self._clock,
+            on_done=self._request_done,
             headroom_blocks=self.headroom,
             priority=self.scheduler.uses_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
@@ -200,59 +124,129 @@ class Simulation:
         runtime = InstanceRuntime(llumlet=llumlet, started_at=started)
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
-        runtime.process = self.env.process(self._instance_loop(runtime))
-        self.scheduler.add_instance(instance_id)
-        self.scheduler.observe({instance_id: llumlet.report()})
+        runtime.process = self.env.process(step_loop(self.env, runtime, self.steps))
+        self.scheduler.add_instance(instance_id, llumlet.report())
         return instance_id
 
-    def live_instances(self) -> list[InstanceRuntime]:
-        return list(self.live.values())
+    def drain(self, instance_id: int) -> None:
+        self.instances[instance_id].llumlet.draining = True
+        self.scheduler.remove_instance(instance_id)
 
-    def stop_instance(self, instance_id: int) -> None:
+    def _remove_drained(self) -> list[int]:
+        """Remove draining instances that hold and move nothing any more; their ids."""
+        removed = []
+        for runtime in list(self.live.values()):
+            llumlet = runtime.llumlet
+            if llumlet.draining and llumlet.is_empty and not llumlet.migrating:
+                self._stop_instance(llumlet.id)
+                removed.append(llumlet.id)
+        return removed
+
+    def fail(self, instance_id: int) -> list[Request]:
+        lost = self.instances[instance_id].llumlet.fail()
+        self._stop_instance(instance_id)
+        return lost
+
+    def dispatch(self, request: Request) -> None:
+        """Send a request to an instance: the global scheduler's choice, or the frontends'
+        fallback while the scheduler is down."""
+        instances = self.scheduler.instances
+        if not instances:
+            self.end_request(request, ABORT_NO_INSTANCE)
+            return
+        if self.fallback_kind is None:
+            demand = -(-request.seq_len // self.limits.block_size)
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
+        else:
+            target = self.fallback.choose(instances, self.fallback_kind)
+        runtime = self.instances[target]
+        runtime.llumlet.enqueue(request)
+        self._wake(runtime)
+
+    def end_request(self, request: Request, reason: str) -> None:
+        request.abort(reason, self.env.now)
+        self._request_done(request)
+
+    def set_scheduler_down(self, fallback: Optional[str]) -> None:
+        if fallback is not None:
+            if self.fallback_kind is None:
+                self.scheduler.suspend()
+            self.fallback_kind = fallback
+        elif self.fallback_kind is not None:
+            self.fallback_kind = None
+            self.scheduler.resume({i: r.llumlet.report() for i, r in self.live.items()})
+
+    def is_alive(self, instance_id: int) -> bool:
+        return instance_id in self.live
+
+    # ------------------------------------------------------------------ inspecting and stepping
+    def llumlet(self, instance_id: int) -> Llumlet:
+        return self.instances[instance_id].llumlet
+
+    @property
+    def live_ids(self) -> list[int]:
+        """Instances alive now (serving or draining), in id order."""
+        return list(self.live)
+
+    def request(self, request_id: int) -> Request:
+        """A request that has arrived (requests are created at their arrival)."""
+        return self.requests[request_id]
+
+    @property
+    def migration_records(self) -> list[MigrationRecord]:
+        return self.migrations.records
+
+    def migrate(self, request_id: int, source: int, destination: int) -> MigrationRecord:
+        """Start migrating a running request now, whatever the scheduler would do."""
+        return self.migrations.start(
+            self.request(request_id), self.llumlet(source), self.llumlet(destination)
+        )
+
+    def fail_instance(self, instance_id: int, on_failure: str = "abort") -> list[Request]:
+        """An instance failure now, with the ``instance_failure`` fault's semantics."""
+        return self.faults.fail_instance(instance_id, on_failure)
+
+    def at(self, when: float, action: Callable[[], object]) -> None:
+        """Call ``action()`` at simulated time ``when`` (after the events already due then)."""
+
+        def later():
+            yield self.env.timeout(max(when - self.env.now, 0.0))
+            action()
+
+        self.env.process(later())
+
+    def run_until(self, when: float) -> None:
+        """Advance simulated time to ``when`` (starting the run if needed)."""
+        self.start()
+        self.env.run(until=when)
+
+    def start(self, progress: Callable[[float], None] | None = None) -> None:
+        """Start arrivals, load reports and faults (once)."""
+        if self._started:
+            return
+        self._started = True
+        self.env.process(self._arrivals())
+        self.env.process(self._load_reports(progress))
+        self.faults.start()
+
+    # ------------------------------------------------------------------ processes
+    def _stop_instance(self, instance_id: int) -> None:
         """The instance leaves the cluster (drained, or failed): no reports, no dispatch."""
         runtime = self.instances[instance_id]
         runtime.stopped_at = self.env.now
         del self.live[instance_id]
         self.scheduler.remove_instance(instance_id)
-        self.pairing.pop(instance_id, None)
         if runtime.process is not None and runtime.process.is_alive:
             runtime.process.interrupt()
 
-    def wake(self, runtime: InstanceRuntime) -> None:
+    def _wake(self, runtime: InstanceRuntime) -> None:
         """Resume an idle instance's step loop after work arrived."""
         if runtime.wake is not None and not runtime.wake.triggered:
             runtime.wake.succeed()
 
     def _wake_llumlet(self, llumlet: Llumlet) -> None:
-        self.wake(self.instances[llumlet.id])
+        self._wake(self.instances[llumlet.id])
 
-    def _instance_loop(self, runtime: InstanceRuntime):
-        llumlet = runtime.llumlet
-        env = self.env
-        try:
-            while True:
-                batch = llumlet.next_batch()
-                if batch is None:
-                    llumlet.busy = False
-                    runtime.wake = env.event()
-                    yield runtime.wake
-                    runtime.wake = None
-                    continue
-                llumlet.busy = True
-                duration = llumlet.iteration_time(batch)
-                if self.record_batches:
-                    self.batch_log.append(
-                        (llumlet.id, env.now, duration, batch.is_prefill, batch.size)
-                    )
-                yield env.timeout(duration)
-                llumlet.complete(batch)
-                self.batches += 1
-                if self.check_every_step:
-                    llumlet.check()
-        except simpy.Interrupt:
-            return  # the instance was removed or failed
-
-    # ------------------------------------------------------------------ requests
     def _arrivals(self):
         workload = self.workload
         env = self.env
@@ -265,269 +259,112 @@ class Simulation:
             arrival = arrivals[index]
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            # requests arriving together are dispatched most critical tier first
             end = index + 1
             while end < count and arrivals[end] == arrival:
                 end += 1
-            batch = [
+            group = [
                 Request(i, arrival, prompts[i], outputs[i], tiers[i]) for i in range(index, end)
             ]
-            self.requests.extend(batch)
-            for request in sorted(batch, key=lambda r: r.tier) if len(batch) > 1 else batch:
+            self.requests.extend(group)
+            for request in self.scheduler.order(group):
                 self.dispatch(request)
             index = end
 
-    def dispatch(self, request: Request) -> None:
-        """Send a request to an instance: the global scheduler's choice, or the frontends'
-        round-robin/random fallback while the scheduler is down."""
-        if not self.scheduler.instances:
-            request.state = RequestState.ABORTED
-            request.abort_reason = ABORT_NO_INSTANCE
-            request.finish_time = self.env.now
-            self.request_done(request)
-            return
-        if self.scheduler_up:
-            demand = -(-request.seq_len // self.limits.block_size)
-            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
-        else:
-            target = self._fallback_target()
-        runtime = self.instances[target]
-        runtime.llumlet.enqueue(request)
-        self.wake(runtime)
-
-    def _fallback_target(self) -> int:
-        live = self.scheduler.instances
-        if self.fallback == "random":
-            return live[int(self.rng.integers(len(live)))]
-        self._fallback_next += 1
-        return live[self._fallback_next % len(live)]
-
-    def request_done(self, request: Request) -> None:
+    def _request_done(self, request: Request) -> None:
         """Every request ends here exactly once: finished, or aborted with a reason."""
         if self._done[request.id]:
             raise AssertionError(f"request {request.id} ended twice")
         self._done[request.id] = 1
-        self.done_count += 1
-        if self.done_count == len(self.workload) and not self.all_done.triggered:
+        self._done_count += 1
+        if self._done_count == len(self.workload) and not self.all_done.triggered:
             self.all_done.succeed()
 
-    # ------------------------------------------------------------------ periodic work
     def _load_reports(self, progress: Callable[[float], None] | None):
         interval = self.config.scheduler.load_report_interval
         sample_every = self.config.output.timeseries_interval
         pairing_every = self.config.scheduler.pairing_every
+        scheduler, scaler = self.scheduler, self.scaler
         next_sample = 0.0
-        scheduler = self.scheduler
         rounds = 0
         while True:
             now = self.env.now
-            reports = {
-                runtime.llumlet.id: runtime.llumlet.report() for runtime in self.live_instances()
-            }
-            if self.scheduler_up:
+            reports = {instance_id: r.llumlet.report() for instance_id, r in self.live.items()}
+            if self.fallback_kind is None:
                 scheduler.observe(reports)
                 rounds += 1
                 if scheduler.migrates and rounds % pairing_every == 0:
-                    self.pairing = scheduler.migration_pairs()
-                    for source in self.pairing:
-                        self._start_migration(source)
-                if self.autoscaler is not None:
-                    autoscale(self, now, reports)
-            remove_drained(self)
+                    for source in scheduler.migration_pairs():
+                        self._try_migration(source)
+                if scaler is not None:
+                    scaler.on_reports(now, reports)
+            removed = self._remove_drained()
+            if removed and scaler is not None:
+                scaler.removed(removed)
             if now >= next_sample:
-                self._sample(reports)
+                starting = scaler.starting if scaler is not None else 0
+                self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
                 next_sample = now + sample_every
                 if progress is not None:
                     progress(now)
             yield self.env.timeout(interval)
 
-    def _sample(self, reports) -> None:
-        now = self.env.now
-        free_total = 0
-        queued = 0
-        draining = 0
-        blocked_demands = []
-        for runtime in self.live_instances():
-            llumlet = runtime.llumlet
-            report = reports[llumlet.id]
-            free = report.free_blocks
-            free_total += free
-            queued += report.num_waiting
-            draining += report.draining
-            if llumlet.head_blocked_by_memory:
-                blocked_demands.append(report.head_demand_blocks)
-            self.instance_samples.append(
-                (
-                    now,
-                    llumlet.id,
-                    report.used_blocks,
-                    report.reserved_blocks,
-                    free,
-                    report.num_waiting,
-                    report.num_running,
-                    report.freeness_full,
-                    report.freeness_normal,
-                    report.draining,
-                )
-            )
-        # fragmentation: free memory that, pooled, would admit a request queued for lack of blocks
-        fragmented = free_total if any(d <= free_total for d in blocked_demands) else 0
-        self.cluster_samples.append(
-            (
-                now,
-                len(reports) + self.starting,
-                len(reports) - draining,
-                draining,
-                free_total,
-                fragmented,
-                queued,
-            )
-        )
-
-    # ------------------------------------------------------------------ migration
-    def _start_migration(self, source_id: int) -> None:
-        """Start the next migration out of a paired source, if it is still a source."""
-        destination_id = self.pairing.get(source_id)
+    def _try_migration(self, source_id: int) -> None:
+        """A paired source starts its next migration if the scheduler still wants it to."""
+        destination_id = self.scheduler.destination_for(source_id)
         if destination_id is None:
             return
-        source, destination = self.instances[source_id], self.instances[destination_id]
-        if not (source.alive and destination.alive):
+        source, destination = self.live.get(source_id), self.live.get(destination_id)
+        if source is None or destination is None:
             return
-        if source.llumlet.migrating or destination.llumlet.migrating:
+        if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
             return
-        if source.llumlet.report().freeness_full >= self.config.scheduler.source_below:
-            return
-        request = select_request(source.llumlet)
+        request = self.choose_candidate(source.llumlet)
         if request is not None:
-            self.migrate_request(request, source_id, destination_id)
-
-    def migrate_request(self, request: Request, source_id: int, destination_id: int) -> MigrationRecord:
-        """Start moving ``request`` (running on ``source_id``) to ``destination_id`` now."""
-        source, destination = self.instances[source_id], self.instances[destination_id]
-        if request not in source.llumlet.running:
-            raise ValueError(f"request {request.id} is not running on instance {source_id}")
-        record = MigrationRecord(
-            id=len(self.migrations),
-            request_id=request.id,
-            source=source_id,
-            destination=destination_id,
-            mode=self.migration_settings.mode,
-            start=self.env.now,
-        )
-        self.migrations.append(record)
-        self.in_flight.append(self.env.process(self._migration(source, destination, request, record)))
-        return record
-
-    def _migration(self, source, destination, request, record):
-        yield from migrate(
-            self.env,
-            source.llumlet,
-            destination.llumlet,
-            request,
-            record,
-            self.migration_settings,
-            self.transfer,
-            self._wake_llumlet,
-            stage_fails=lambda: stage_fails(self),
-            handshake_timeout=self.config.migration.prealloc_timeout,
-        )
-        if record.outcome == "committed":
-            self._start_migration(source.llumlet.id)  # keep going while it is still a source
-        # after an abort the pair waits for the next pairing round
+            self.migrations.start(request, source.llumlet, destination.llumlet)
 
     # ------------------------------------------------------------------ run
     def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
         """Simulate until every request finished or aborted (or the time limit)."""
         started = wallclock.perf_counter()
         env = self.env
-        env.process(self._arrivals())
-        env.process(self._load_reports(progress))
-        inject_faults(self)
+        self.start(progress)
         stop = self.all_done
         if self.config.time_limit is not None:
-            stop = env.any_of([self.all_done, env.timeout(self.config.time_limit)])
+            limit = env.timeout(max(self.config.time_limit - env.now, 0.0))
+            stop = env.any_of([self.all_done, limit])
         interrupted = False
         try:
             if len(self.workload):
                 env.run(until=stop)
                 # let migrations of requests that just finished reach their abort
-                pending = [p for p in self.in_flight if p.is_alive]
+                pending = self.migrations.in_flight_processes()
                 if pending and self.all_done.triggered:
                     env.run(until=env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
-        end = env.now
+        return self._result(wallclock.perf_counter() - started, interrupted)
+
+    def _result(self, wall_seconds: float, interrupted: bool) -> SimulationResult:
+        end = self.env.now
         lifetimes = {
-            instance_id: (runtime.started_at, runtime.stopped_at if runtime.stopped_at is not None else end)
+            instance_id: (runtime.started_at, end if runtime.stopped_at is None else runtime.stopped_at)
             for instance_id, runtime in self.instances.items()
         }
+        live_keys = self.migrations.live_reservation_keys()
         return SimulationResult(
             config=self.config,
             requests=self.requests,
-            instance_samples=self.instance_samples,
-            cluster_samples=self.cluster_samples,
+            load_samples=self.load_samples,
             instance_lifetimes=lifetimes,
             end_time=end,
-            wall_seconds=wallclock.perf_counter() - started,
+            wall_seconds=wall_seconds,
             capacity_blocks=self.limits.capacity_blocks,
             workload_description=self.workload.description,
             interrupted=interrupted,
-            batches=self.batches,
-            migrations=self.migrations,
-            batch_log=self.batch_log,
-            scaling_log=self.scaling_log,
-            fault_log=self.fault_log,
-            leaked_blocks=self.leaked_blocks(),
+            batches=self.steps.batches,
+            migrations=self.migrations.records,
+            batch_log=self.steps.batch_log,
+            scaling_log=self.scaler.log if self.scaler is not None else [],
+            fault_log=self.faults.log,
+            leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in self.live.values()),
         )
-
-    def leaked_blocks(self) -> int:
-        """Blocks allocated to no resident request or reserved for no in-flight migration."""
-        leaked = 0
-        for runtime in self.live_instances():
-            llumlet = runtime.llumlet
-            held = sum(r.blocks for r in llumlet.holders())
-            leaked += llumlet.ledger.allocated - held
-            for (_, migration_id), blocks in llumlet.ledger.reservations.items():
-                if self.migrations[migration_id].outcome != "in_flight":
-                    leaked += blocks
-        return leaked
-
-
-def _load_model(config: SimulationConfig) -> BatchTimer:
-    from sim.hardware import UnknownHardwareError, load_replica_model
-
-    cluster = config.cluster
-    try:
-        return load_replica_model(
-            cluster.model,
-            cluster.device,
-            cluster.tensor_parallel,
-            block_size=cluster.block_size,
-            gpu_memory_utilization=cluster.gpu_memory_utilization,
-            max_batched_tokens=cluster.max_batched_tokens,
-            kv_capacity_blocks=cluster.kv_capacity_blocks,
-        )
-    except UnknownHardwareError as exc:
-        raise ConfigError(f"cluster: {exc}") from None
-    except ValueError as exc:  # a limit outside what the profiles cover
-        raise ConfigError(f"cluster: {exc}") from None
-
-
-def _load_transfer(config: SimulationConfig, model) -> TransferModel:
-    from sim.hardware.transfer import load_transfer_model
-
-    overrides = config.migration.transfer
-    return load_transfer_model(
-        model.kv_bytes_per_token,
-        config.cluster.block_size,
-        getattr(model, "tensor_parallel", 1),
-        stage_latency=overrides.stage_latency,
-        gpu_bandwidth=overrides.gpu_bandwidth,
-        network_bandwidth=overrides.network_bandwidth,
-    )
-
-
-def _load_workload(config: SimulationConfig, root: Path | None):
-    from sim.workload import build_workload
-
-    return build_workload(config.workload, config.seed, root)

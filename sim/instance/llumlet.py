@@ -19,113 +19,24 @@ lazily (``generated = base_generated + iterations since it joined``), and the tw
 can happen to it — needing a block, finishing — are put on a calendar keyed by the decode
 iteration at which they happen. A step costs O(events due), not O(batch size).
 
-Migration hooks: a migration asks for a request's suspension (applied at the next iteration
-boundary), resumes it on abort, releases it after commit, and hands committed requests to
-the destination, which batches them from its next iteration.
+Migration hooks (suspend, resume, release, accept) are in ``sim.instance.endpoint``.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Protocol, Sequence
+from typing import Callable, Collection, Optional, Sequence
 
+from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
+from sim.instance.endpoint import MigrationEndpointMixin
+from sim.instance.limits import BatchTimer, LlumletLimits
 from sim.instance.load import LoadReport
 from sim.instance.request import Request, RequestState
-from sim.instance.virtual_usage import freeness_views
+from sim.instance.virtual_usage import headroom_usage
+from sim.instance.waiting import WaitingQueue
 
 
-class BatchTimer(Protocol):
-    """What the llumlet needs from the replica model (``sim.hardware.ReplicaModel``)."""
-
-    def batch_time(
-        self, prefills: Sequence[tuple[int, int]], num_decodes: int, decode_kv_tokens: int
-    ) -> float: ...
-
-
-@dataclass(frozen=True)
-class LlumletLimits:
-    """Per-instance vLLM limits."""
-
-    capacity_blocks: int
-    block_size: int = 16
-    max_batched_tokens: int = 12800
-    max_batch_size: int = 256
-    watermark_blocks: int = 0
-    tiers: int = 1
-    max_seq_len: int = 1 << 62  # the replica model's longest sequence (vLLM's max_model_len)
-
-
-class Batch:
-    """One iteration: a prefill of ``requests``, or a decode step of the running batch."""
-
-    __slots__ = ("is_prefill", "requests", "prefill_tokens", "num_decodes", "kv_tokens")
-
-    def __init__(
-        self,
-        requests: list[Request],
-        prefill_tokens: list[int],
-        num_decodes: int = 0,
-        kv_tokens: int = 0,
-    ) -> None:
-        self.is_prefill = bool(requests)
-        self.requests = requests
-        self.prefill_tokens = prefill_tokens
-        self.num_decodes = num_decodes
-        self.kv_tokens = kv_tokens
-
-    @property
-    def size(self) -> int:
-        return len(self.requests) if self.is_prefill else self.num_decodes
-
-
-class WaitingQueue:
-    """Queued requests: one FCFS lane, or one lane per tier served most critical first."""
-
-    def __init__(self, lanes: int) -> None:
-        self._lanes = [deque() for _ in range(lanes)]
-        self._length = 0
-
-    def _lane(self, request: Request) -> deque:
-        return self._lanes[request.tier if len(self._lanes) > 1 else 0]
-
-    def push(self, request: Request, front: bool = False) -> None:
-        if front:
-            self._lane(request).appendleft(request)
-        else:
-            self._lane(request).append(request)
-        self._length += 1
-
-    def head(self) -> Request:
-        for lane in self._lanes:
-            if lane:
-                return lane[0]
-        raise IndexError("empty queue")
-
-    def pop_head(self) -> Request:
-        for lane in self._lanes:
-            if lane:
-                self._length -= 1
-                return lane.popleft()
-        raise IndexError("empty queue")
-
-    def remove(self, request: Request) -> None:
-        self._lane(request).remove(request)
-        self._length -= 1
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __bool__(self) -> bool:
-        return self._length > 0
-
-    def __iter__(self) -> Iterator[Request]:
-        for lane in self._lanes:
-            yield from lane
-
-
-class Llumlet:
+class Llumlet(MigrationEndpointMixin):
     """Local scheduler of one instance, with its load report and migration hooks."""
 
     def __init__(
@@ -378,19 +289,16 @@ class Llumlet:
         if joined:
             self._leave_running(request)
         self.ledger.release(request)
-        request.state = RequestState.FINISHED
-        request.finish_time = now
+        request.finish(now)
         self.on_done(request)
 
     def abort(self, request: Request, reason: str) -> None:
-        """End a request that can never be served here (or whose instance failed)."""
+        """End a request that can never be served here."""
         if request in self.running:
             self._leave_running(request)
         self.suspended.pop(request, None)
         self.ledger.release(request)
-        request.state = RequestState.ABORTED
-        request.abort_reason = reason
-        request.finish_time = self.clock()
+        request.abort(reason, self.clock())
         self.on_done(request)
 
     def fail(self) -> list[Request]:
@@ -415,79 +323,32 @@ class Llumlet:
         self._finish_due.clear()
         return lost
 
-    # ------------------------------------------------------------------ migration hooks
-    def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None:
-        """Take a running request out of the batch at the next iteration boundary; ``answer``
-        gets False if it is no longer running by then."""
-        if request not in self.running:
-            answer(False)
-            return
-        self._suspensions.append((request, answer))
-        if not self.busy:
-            self._apply_suspensions()
-
-    def _apply_suspensions(self) -> None:
-        pending, self._suspensions = self._suspensions, []
-        for request, answer in pending:
-            if request in self.running:
-                self._leave_running(request)
-                self.suspended[request] = None
-                request.state = RequestState.SUSPENDED
-                answer(True)
-            else:
-                answer(False)
-
-    def resume(self, request: Request) -> None:
-        """An aborted migration gives a suspended request back to this batch."""
-        del self.suspended[request]
-        self.joining.append(request)
-
-    def release_suspended(self, request: Request) -> None:
-        """After commit (or a recompute hand-over) the source drops its copy."""
-        del self.suspended[request]
-        self.ledger.release(request)
-
-    def admit_migrated(self, request: Request) -> None:
-        """A committed inbound request joins this batch from the next iteration."""
-        request.instance = self.id
-        request.instances.append(self.id)
-        self.joining.append(request)
-
     # ------------------------------------------------------------------ load
     def report(self) -> LoadReport:
-        """The instance-level load record sent to the global scheduler."""
+        """The instance-level load record sent to the global scheduler (raw counts; the
+        signals computed from them are in ``sim.instance.load``)."""
         ledger = self.ledger
-        head = self.head_demand
-        full, normal = freeness_views(
-            ledger.capacity,
-            ledger.allocated + ledger.reserved,
-            len(self.running),
-            self.running_per_tier,
-            self.headroom_blocks,
-            head,
-            self.draining,
-        )
+        if self.waiting:
+            head = self.blocks_for(self.waiting.head().seq_len)
+            head_blocked = ledger.free - head < self.limits.watermark_blocks
+        else:
+            head, head_blocked = 0, False
         return LoadReport(
-            instance_id=self.id,
-            time=self.clock(),
-            capacity_blocks=ledger.capacity,
-            used_blocks=ledger.allocated,
-            reserved_blocks=ledger.reserved,
-            num_running=len(self.running),
-            num_waiting=len(self.waiting),
-            waiting_demand_blocks=self.waiting_demand,
-            head_demand_blocks=head,
-            freeness_full=full,
-            freeness_normal=normal,
-            draining=self.draining,
-            migrating=self.migrating,
-        )
-
-    @property
-    def head_blocked_by_memory(self) -> bool:
-        """The head-of-line request waits because this instance lacks free blocks."""
-        return bool(self.waiting) and (
-            self.ledger.free - self.head_demand < self.limits.watermark_blocks
+            self.id,
+            self.clock(),
+            ledger.capacity,
+            ledger.allocated,
+            ledger.reserved,
+            len(self.running),
+            len(self.waiting),
+            self.waiting_demand,
+            head,
+            headroom_usage(self.running_per_tier, self.headroom_blocks)
+            if self.headroom_blocks
+            else 0.0,
+            head_blocked,
+            self.draining,
+            self.migrating,
         )
 
     @property
@@ -499,6 +360,15 @@ class Llumlet:
     def holders(self) -> list[Request]:
         """Every request that may hold blocks here."""
         return [*self.prefilling, *self.running, *self.suspended, *self.joining]
+
+    def leaked_blocks(self, live_reservations: Collection) -> int:
+        """Blocks allocated to no resident request, plus blocks reserved under a key that
+        is not in ``live_reservations`` (the keys of migrations still in flight)."""
+        held = sum(r.blocks for r in self.holders())
+        orphaned = sum(
+            blocks for key, blocks in self.ledger.reservations.items() if key not in live_reservations
+        )
+        return self.ledger.allocated - held + orphaned
 
     def check(self) -> None:
         """Raise if blocks leaked or the lazy accounting drifted (used by tests)."""

@@ -12,8 +12,8 @@ One migration is one process (``migrate``), read top to bottom:
   meanwhile. On abort every reserved block is released and the request carries on at the
   source.
 
-``blocking`` copies everything in one stage with the request stopped; ``recompute`` drops
-the KV cache at the source and the destination prefills the request again.
+Each mode is a ``StagePlan``: ``blocking`` copies everything in one stage with the request
+stopped; ``recompute`` copies nothing and the destination prefills the request again.
 
 Downtime is the time from the request leaving the source batch until the destination holds
 its KV cache (live/blocking: the commit; recompute: the end of the re-prefill, not counting
@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Callable, Generator, Optional, Protocol
 
-from sim.instance.llumlet import Llumlet
+from sim.instance.blocks import BlockLedger
 from sim.instance.request import Request, RequestState
 
 ABORT_DESTINATION_FULL = "destination_out_of_memory"
@@ -38,12 +39,54 @@ ABORT_DESTINATION_FAILED = "destination_failed"
 ABORT_TRANSFER_FAILED = "transfer_failed"
 
 
+class MigrationMode(StrEnum):
+    LIVE = "live"
+    BLOCKING = "blocking"
+    RECOMPUTE = "recompute"
+
+
+class MigrationOutcome(StrEnum):
+    IN_FLIGHT = "in_flight"
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """What a mode does: copy stages overlap decoding (live) or not; KV copied or rebuilt."""
+
+    copies_while_running: bool
+    copies_kv: bool
+
+
+STAGE_PLANS = {
+    MigrationMode.LIVE: StagePlan(copies_while_running=True, copies_kv=True),
+    MigrationMode.BLOCKING: StagePlan(copies_while_running=False, copies_kv=True),
+    MigrationMode.RECOMPUTE: StagePlan(copies_while_running=False, copies_kv=False),
+}
+
+
 class TransferModel(Protocol):
     """What a migration needs from the hardware layer (``sim.hardware.transfer``)."""
 
     stage_latency: float
 
     def stage_time(self, blocks: int) -> float: ...
+
+
+class MigrationEndpoint(Protocol):
+    """The llumlet as a migration sees it: the one interface between the two."""
+
+    id: int
+    ledger: BlockLedger
+    failed: bool
+    migrating: bool
+    copying: int
+
+    def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None: ...
+    def resume(self, request: Request) -> None: ...
+    def release_suspended(self, request: Request) -> None: ...
+    def accept_migrated(self, request: Request, rebuild: bool) -> None: ...
 
 
 @dataclass
@@ -54,7 +97,7 @@ class MigrationRecord:
     request_id: int
     source: int
     destination: int
-    mode: str
+    mode: MigrationMode
     start: float
     end: float = math.nan
     stages: int = 0
@@ -62,10 +105,15 @@ class MigrationRecord:
     last_stage_blocks: int = 0
     downtime: float = math.nan
     rejoin_delay: float = math.nan
-    outcome: str = "in_flight"
+    outcome: MigrationOutcome = MigrationOutcome.IN_FLIGHT
     abort_reason: str = ""
     suspended_at: float = math.nan
     committed_at: float = math.nan
+
+    @property
+    def reservation_key(self) -> tuple[str, int]:
+        """The destination's ledger key for this migration's pre-allocated blocks."""
+        return ("migration", self.id)
 
     # hooks called by the destination llumlet as the request comes back to life there
     def rebuilt(self, now: float, prefill_started: float) -> None:
@@ -80,34 +128,20 @@ class MigrationRecord:
 
 @dataclass(frozen=True)
 class MigrationSettings:
-    mode: str = "live"
+    mode: MigrationMode = MigrationMode.LIVE
     last_stage_blocks: int = 16
     max_stages: int = 3
 
 
-def select_request(source: Llumlet) -> Optional[Request]:
-    """The source llumlet's choice: lower priority first, then shorter sequence; never one
-    already migrating."""
-    best: Optional[Request] = None
-    best_key = None
-    for request in source.running:
-        if request.migration is not None:
-            continue
-        key = (-request.tier, request.prompt_tokens + source.progress(request), request.id)
-        if best_key is None or key < best_key:
-            best, best_key = request, key
-    return best
-
-
 def migrate(
     env,
-    source: Llumlet,
-    destination: Llumlet,
+    source: MigrationEndpoint,
+    destination: MigrationEndpoint,
     request: Request,
     record: MigrationRecord,
     settings: MigrationSettings,
     transfer: TransferModel,
-    wake: Callable[[Llumlet], None],
+    wake: Callable[[MigrationEndpoint], None],
     stage_fails: Callable[[], bool] = lambda: False,
     handshake_timeout: float = 10.0,
 ) -> Generator:
@@ -117,103 +151,129 @@ def migrate(
     is noticed after every wait. When the source dies, the destination only learns it when
     the handshake times out, and frees its orphaned reservation then.
     """
-    key = ("migration", record.id)
-    preemptions_at_start = request.preemptions
-    request.migration = record
-    source.migrating = destination.migrating = True
-    copied = 0
-    suspended = False
-
-    def trouble() -> Optional[str]:
-        """Why the migration cannot go on, if it cannot."""
-        if destination.failed:
-            return ABORT_DESTINATION_FAILED
-        if source.failed:
-            return ABORT_SOURCE_FAILED
-        if request.state is RequestState.FINISHED or request.state is RequestState.ABORTED:
-            return ABORT_FINISHED
-        if request.preemptions != preemptions_at_start:
-            return ABORT_PREEMPTED
-        return None
-
-    def end(outcome: str, reason: str = "") -> None:
-        record.end = env.now
-        record.outcome = outcome
-        record.abort_reason = reason
-        source.migrating = destination.migrating = False
-        if outcome == "committed":
-            return
-        destination.ledger.cancel(key)
-        wake(destination)  # the released reservation may admit its queue
-        if request.migration is record:
-            request.migration = None
-        if suspended and request.state is RequestState.SUSPENDED and not source.failed:
-            source.resume(request)  # the request carries on at the source
-            wake(source)
-
-    def abort(reason: str) -> Generator:
-        if reason == ABORT_SOURCE_FAILED:
-            yield env.timeout(handshake_timeout)
-        end("aborted", reason)
-
+    handshake = _Handshake(env, source, destination, request, record, wake)
+    plan = STAGE_PLANS[settings.mode]
     while True:
-        reason = trouble()
+        reason = handshake.trouble()
         if reason:
-            return (yield from abort(reason))
+            return (yield from handshake.abort(reason, handshake_timeout))
         record.stages += 1
-        remaining = request.blocks - copied
         last = (
-            settings.mode != "live"
-            or remaining <= settings.last_stage_blocks
+            not plan.copies_while_running
+            or request.blocks - handshake.copied <= settings.last_stage_blocks
             or record.stages >= settings.max_stages
         )
         if last:
-            answer = env.event()
-            source.request_suspension(request, answer.succeed)
-            if not (yield answer):
-                return (yield from abort(trouble() or ABORT_FINISHED))
-            suspended = True
-            record.suspended_at = env.now
-            reason = trouble()  # an instance may have failed while we waited for the boundary
+            reason = yield from handshake.suspend()
             if reason:
-                return (yield from abort(reason))
-            if settings.mode == "recompute":
+                return (yield from handshake.abort(reason, handshake_timeout))
+            if not plan.copies_kv:
                 break
-            stage_blocks = request.blocks - copied  # everything, the partial block included
+            stage_blocks = request.blocks - handshake.copied  # the partial block too
         else:
-            stage_blocks = max(request.blocks - 1 - copied, 0)  # completed blocks only
-        # pre-allocate on the destination: ACK, or ABORT when it has no room
-        if not destination.ledger.reserve(key, stage_blocks):
-            return (yield from abort(ABORT_DESTINATION_FULL))
-        source.copying += 1
-        destination.copying += 1
-        yield env.timeout(transfer.stage_time(stage_blocks))
-        source.copying -= 1
-        destination.copying -= 1
-        reason = trouble() if last else None  # a non-final stage is checked at the loop top
-        if reason is None and stage_fails():
-            reason = ABORT_TRANSFER_FAILED
+            stage_blocks = max(request.blocks - 1 - handshake.copied, 0)  # completed blocks
+        reason = yield from handshake.copy_stage(stage_blocks, transfer, last, stage_fails)
         if reason:
-            return (yield from abort(reason))
-        copied += stage_blocks
-        record.blocks = copied
-        record.last_stage_blocks = stage_blocks
+            return (yield from handshake.abort(reason, handshake_timeout))
         if last:
             break
-
-    # commit: the source drops its copy; the destination owns the blocks (or, for recompute,
-    # prefills the request again — its token ids are negligible data — and that prefill is
-    # the downtime)
-    source.release_suspended(request)
-    wake(source)  # the freed blocks may admit its queue
-    record.committed_at = env.now
-    request.migrations += 1
-    if settings.mode == "recompute":
-        destination.enqueue(request, front=True)
-    else:
-        destination.ledger.commit(key, request)
-        record.downtime = env.now - record.suspended_at
-        destination.admit_migrated(request)
-    wake(destination)
-    end("committed")
+    handshake.commit(rebuild=not plan.copies_kv)
     return None
+
+
+class _Handshake:
+    """State and steps of one migration between two endpoints (see ``migrate``)."""
+
+    def __init__(self, env, source, destination, request: Request, record: MigrationRecord, wake):
+        self.env = env
+        self.source = source
+        self.destination = destination
+        self.request = request
+        self.record = record
+        self.wake = wake
+        self.key = record.reservation_key
+        self.preemptions_at_start = request.preemptions
+        self.copied = 0
+        self.suspended = False
+        request.migration = record
+        source.migrating = destination.migrating = True
+
+    def trouble(self) -> Optional[str]:
+        """Why the migration cannot go on, if it cannot."""
+        if self.destination.failed:
+            return ABORT_DESTINATION_FAILED
+        if self.source.failed:
+            return ABORT_SOURCE_FAILED
+        state = self.request.state
+        if state is RequestState.FINISHED or state is RequestState.ABORTED:
+            return ABORT_FINISHED
+        if self.request.preemptions != self.preemptions_at_start:
+            return ABORT_PREEMPTED
+        return None
+
+    def suspend(self) -> Generator:
+        """Take the request out of the source batch at its next iteration boundary; returns
+        why the migration cannot go on, if so."""
+        answer = self.env.event()
+        self.source.request_suspension(self.request, answer.succeed)
+        if not (yield answer):
+            return self.trouble() or ABORT_FINISHED
+        self.suspended = True
+        self.record.suspended_at = self.env.now
+        return self.trouble()  # an instance may have failed while we waited for the boundary
+
+    def copy_stage(self, blocks: int, transfer: TransferModel, last: bool, stage_fails) -> Generator:
+        """Pre-allocate on the destination (ACK, or ABORT when it has no room), copy, then
+        check; returns why the migration cannot go on, if so."""
+        if not self.destination.ledger.reserve(self.key, blocks):
+            return ABORT_DESTINATION_FULL
+        self.source.copying += 1
+        self.destination.copying += 1
+        yield self.env.timeout(transfer.stage_time(blocks))
+        self.source.copying -= 1
+        self.destination.copying -= 1
+        reason = self.trouble() if last else None  # a non-final stage is checked at the loop top
+        if reason is None and stage_fails():
+            reason = ABORT_TRANSFER_FAILED
+        if reason is None:
+            self.copied += blocks
+            self.record.blocks = self.copied
+            self.record.last_stage_blocks = blocks
+        return reason
+
+    def commit(self, rebuild: bool) -> None:
+        """The source drops its copy; the destination owns the blocks — or, rebuilding,
+        prefills the request again (its token ids are negligible data), and that prefill is
+        the downtime."""
+        source, destination, request, record = self.source, self.destination, self.request, self.record
+        source.release_suspended(request)
+        self.wake(source)  # the freed blocks may admit its queue
+        record.committed_at = self.env.now
+        request.migrations += 1
+        if not rebuild:
+            destination.ledger.commit(self.key, request)
+            record.downtime = self.env.now - record.suspended_at
+        destination.accept_migrated(request, rebuild)
+        self.wake(destination)
+        self._end(MigrationOutcome.COMMITTED)
+
+    def abort(self, reason: str, handshake_timeout: float) -> Generator:
+        if reason == ABORT_SOURCE_FAILED:
+            yield self.env.timeout(handshake_timeout)
+        self._end(MigrationOutcome.ABORTED, reason)
+
+    def _end(self, outcome: MigrationOutcome, reason: str = "") -> None:
+        record, request, source = self.record, self.request, self.source
+        record.end = self.env.now
+        record.outcome = outcome
+        record.abort_reason = reason
+        source.migrating = self.destination.migrating = False
+        if outcome is MigrationOutcome.COMMITTED:
+            return
+        self.destination.ledger.cancel(self.key)
+        self.wake(self.destination)  # the released reservation may admit its queue
+        if request.migration is record:
+            request.migration = None
+        if self.suspended and request.state is RequestState.SUSPENDED and not source.failed:
+            source.resume(request)  # the request carries on at the source
+            self.wake(source)

@@ -7,11 +7,11 @@ decode step processes one, and each iteration yields one more output token.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Optional
 
 
-class RequestState(str, Enum):
+class RequestState(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     SUSPENDED = "suspended"  # taken out of the batch for the last stage of a migration
@@ -82,6 +82,27 @@ class Request:
     def seq_len(self) -> int:
         """Tokens whose KV must be resident for the next iteration (prompt + generated)."""
         return self.prompt_tokens + self.generated
+
+    def abort(self, reason: str, now: float) -> None:
+        """End the request unserved, with a reason: the one terminal path besides finishing."""
+        self.state = RequestState.ABORTED
+        self.abort_reason = reason
+        self.finish_time = now
+
+    def finish(self, now: float) -> None:
+        self.state = RequestState.FINISHED
+        self.finish_time = now
+
+    def restart_from_scratch(self, failed_instance: int) -> None:
+        """Its instance died with the KV cache: the request is dispatched again as new
+        (progress and first-token time reset, the retry counted). A migration that was
+        moving it out of the failed instance no longer owns it."""
+        self.retries += 1
+        self.generated = 0
+        self.first_admitted = self.first_token_time = None
+        self.preempted_at = None
+        if self.migration is not None and self.migration.source == failed_instance:
+            self.migration = None
 
     @property
     def done(self) -> bool:

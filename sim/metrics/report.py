@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from sim.config import to_dict
-from sim.engine.simulation import SimulationResult
+from sim.engine.result import SimulationResult
 from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs, plot_migrations
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table

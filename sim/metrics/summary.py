@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sim.config import config_hash, to_dict
-from sim.engine.simulation import SimulationResult
+from sim.engine.result import SimulationResult
 from sim.metrics.faults import fault_summary
 from sim.metrics.tables import migration_table
 
@@ -112,9 +112,9 @@ def migration_summary(result: SimulationResult, migrations: pd.DataFrame) -> dic
 def scaling_summary(result: SimulationResult) -> dict[str, Any]:
     """How often the auto-scaler acted, and the instance count it moved between."""
     actions: dict[str, int] = {}
-    for _, action, _ in result.scaling_log:
-        actions[action] = actions.get(action, 0) + 1
-    counts = [sample[1] for sample in result.cluster_samples]
+    for event in result.scaling_log:
+        actions[event.action] = actions.get(event.action, 0) + 1
+    counts = [len(sample.reports) + sample.starting for sample in result.load_samples]
     return {
         "enabled": result.config.autoscale.enabled,
         "actions": actions,

@@ -1,56 +1,94 @@
-"""Tables built from a finished run: one row per request, per instance sample, per cluster sample."""
+"""Tables built from a finished run: one named row per request, per instance sample, per
+cluster sample and per migration; the CSV columns are the rows' field names."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, fields
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
 
-from sim.engine.simulation import (
-    CLUSTER_SAMPLE_COLUMNS,
-    INSTANCE_SAMPLE_COLUMNS,
-    SimulationResult,
-)
+from sim.engine.result import LoadSample, SimulationResult
+from sim.instance.load import freeness_full, freeness_normal
 from sim.instance.migration import MigrationRecord
 from sim.instance.request import Request, RequestState
 
-REQUEST_COLUMNS = (
-    "id",
-    "tier",
-    "arrival",
-    "prompt_tokens",
-    "output_tokens",
-    "status",
-    "abort_reason",
-    "instance",
-    "instances",
-    "first_admitted",
-    "first_token",
-    "finish",
-    "queueing_delay",
-    "prefill_latency",
-    "decode_latency_per_token",
-    "e2e_latency",
-    "preemptions",
-    "preemption_loss",
-    "migrations",
-    "retries",
-)
+
+class RequestRow(NamedTuple):
+    id: int
+    tier: int
+    arrival: float
+    prompt_tokens: int
+    output_tokens: int
+    status: str  # finished, aborted, unfinished
+    abort_reason: str
+    instance: int  # the first instance (-1: never dispatched)
+    instances: str  # the path, e.g. 0>3>0
+    first_admitted: float
+    first_token: float
+    finish: float
+    queueing_delay: float
+    prefill_latency: float
+    decode_latency_per_token: float
+    e2e_latency: float
+    preemptions: int
+    preemption_loss: float
+    migrations: int
+    retries: int
 
 
-RECORD_COLUMNS = tuple(f.name for f in fields(MigrationRecord))
-MIGRATION_COLUMNS = RECORD_COLUMNS[:2] + ("request_tier",) + RECORD_COLUMNS[2:]
+class InstanceSampleRow(NamedTuple):
+    time: float
+    instance: int
+    used_blocks: int
+    reserved_blocks: int
+    free_blocks: int
+    queue_length: int
+    running: int
+    freeness_full: float
+    freeness_normal: float
+    draining: bool
 
 
-def _nan(value):
+class ClusterSampleRow(NamedTuple):
+    time: float
+    instances: int  # billed: starting, serving and draining
+    serving: int
+    draining: int
+    free_blocks: int
+    fragmented_blocks: int
+    queued: int
+
+
+class MigrationRow(NamedTuple):
+    id: int
+    request_id: int
+    request_tier: int  # -1 if unknown
+    source: int
+    destination: int
+    mode: str
+    start: float
+    end: float
+    stages: int
+    blocks: int
+    last_stage_blocks: int
+    downtime: float
+    rejoin_delay: float
+    outcome: str
+    abort_reason: str
+    suspended_at: float
+    committed_at: float
+
+
+def _nan(value: Optional[float]) -> float:
     return math.nan if value is None else value
 
 
-def _request_row(request: Request) -> tuple:
+def request_row(request: Request) -> RequestRow:
     finished = request.state is RequestState.FINISHED
     status = request.state.value if request.done else "unfinished"
+    first_admitted = _nan(request.first_admitted)
     first_token = _nan(request.first_token_time)
     finish = _nan(request.finish_time) if request.done else math.nan
     decode_per_token = (
@@ -58,44 +96,92 @@ def _request_row(request: Request) -> tuple:
         if finished and request.output_tokens > 1
         else math.nan
     )
-    return (
-        request.id,
-        request.tier,
-        request.arrival,
-        request.prompt_tokens,
-        request.output_tokens,
-        status,
-        request.abort_reason or "",
-        request.instances[0] if request.instances else -1,
-        ">".join(str(i) for i in request.instances),
-        _nan(request.first_admitted),
-        first_token,
-        finish,
-        _nan(request.first_admitted) - request.arrival,
-        first_token - request.arrival,
-        decode_per_token,
-        finish - request.arrival if finished else math.nan,
-        request.preemptions,
-        request.preemption_loss,
-        request.migrations,
-        request.retries,
+    return RequestRow(
+        id=request.id,
+        tier=request.tier,
+        arrival=request.arrival,
+        prompt_tokens=request.prompt_tokens,
+        output_tokens=request.output_tokens,
+        status=status,
+        abort_reason=request.abort_reason or "",
+        instance=request.instances[0] if request.instances else -1,
+        instances=">".join(str(i) for i in request.instances),
+        first_admitted=first_admitted,
+        first_token=first_token,
+        finish=finish,
+        queueing_delay=first_admitted - request.arrival,
+        prefill_latency=first_token - request.arrival,
+        decode_latency_per_token=decode_per_token,
+        e2e_latency=finish - request.arrival if finished else math.nan,
+        preemptions=request.preemptions,
+        preemption_loss=request.preemption_loss,
+        migrations=request.migrations,
+        retries=request.retries,
     )
+
+
+def instance_rows(sample: LoadSample) -> list[InstanceSampleRow]:
+    return [
+        InstanceSampleRow(
+            time=sample.time,
+            instance=report.instance_id,
+            used_blocks=report.used_blocks,
+            reserved_blocks=report.reserved_blocks,
+            free_blocks=report.free_blocks,
+            queue_length=report.num_waiting,
+            running=report.num_running,
+            freeness_full=freeness_full(report),
+            freeness_normal=freeness_normal(report),
+            draining=report.draining,
+        )
+        for report in sample.reports
+    ]
+
+
+def cluster_row(sample: LoadSample) -> ClusterSampleRow:
+    """Fragmentation (Llumnix §6.3): free memory that, pooled, would admit a request queued
+    for lack of blocks somewhere in the cluster."""
+    reports = sample.reports
+    free_total = sum(report.free_blocks for report in reports)
+    draining = sum(report.draining for report in reports)
+    blocked = [report.head_demand_blocks for report in reports if report.head_blocked]
+    return ClusterSampleRow(
+        time=sample.time,
+        instances=len(reports) + sample.starting,
+        serving=len(reports) - draining,
+        draining=draining,
+        free_blocks=free_total,
+        fragmented_blocks=free_total if any(d <= free_total for d in blocked) else 0,
+        queued=sum(report.num_waiting for report in reports),
+    )
+
+
+def migration_row(record: MigrationRecord, tier: int) -> MigrationRow:
+    """The record's fields, with the request's tier and the enums as their names."""
+    fields = {name: getattr(record, name) for name in MigrationRow._fields if name != "request_tier"}
+    fields.update(request_tier=tier, mode=record.mode.value, outcome=record.outcome.value)
+    return MigrationRow(**fields)
+
+
+def _frame(rows: list, row_type: type) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(row_type._fields))
 
 
 def request_table(result: SimulationResult) -> pd.DataFrame:
     """Every request's timeline and latencies (seconds), sorted by id."""
-    rows = [_request_row(r) for r in sorted(result.requests, key=lambda r: r.id)]
-    return pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
+    rows = [request_row(r) for r in sorted(result.requests, key=lambda r: r.id)]
+    return _frame(rows, RequestRow)
 
 
 def instance_table(result: SimulationResult) -> pd.DataFrame:
     """Per-instance samples: blocks, queue, batch and freeness over time."""
-    return pd.DataFrame(result.instance_samples, columns=list(INSTANCE_SAMPLE_COLUMNS))
+    rows = [row for sample in result.load_samples for row in instance_rows(sample)]
+    return _frame(rows, InstanceSampleRow)
 
 
 def cluster_table(result: SimulationResult) -> pd.DataFrame:
     """Cluster samples: live instances, free and fragmented blocks over time."""
-    frame = pd.DataFrame(result.cluster_samples, columns=list(CLUSTER_SAMPLE_COLUMNS))
+    frame = _frame([cluster_row(sample) for sample in result.load_samples], ClusterSampleRow)
     total = frame["instances"] * result.capacity_blocks
     frame["fragmented_fraction"] = np.where(total > 0, frame["fragmented_blocks"] / total, 0.0)
     return frame
@@ -103,10 +189,7 @@ def cluster_table(result: SimulationResult) -> pd.DataFrame:
 
 def migration_table(result: SimulationResult) -> pd.DataFrame:
     """The migration log, one row per migration in start order, with the request's tier
-    (-1 if unknown) so churn and downtime can be read per tier without a join."""
+    so churn and downtime can be read per tier without a join."""
     tiers = {request.id: request.tier for request in result.requests}
-    rows = []
-    for record in result.migrations:
-        row = astuple(record)
-        rows.append(row[:2] + (tiers.get(record.request_id, -1),) + row[2:])
-    return pd.DataFrame(rows, columns=list(MIGRATION_COLUMNS))
+    rows = [migration_row(record, tiers.get(record.request_id, -1)) for record in result.migrations]
+    return _frame(rows, MigrationRow)

@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Iterator
 
-from sim.engine.simulation import SimulationResult
+from sim.engine.result import SimulationResult
 from sim.instance.migration import MigrationRecord
 
 BATCH_THREAD = 1

@@ -1,0 +1,82 @@
+"""SHA-256 of the per-request table of shipped configs: proof that a refactor or a speed-up
+changed no result (not a timed test).
+
+    python benchmarks/request_hashes.py                      # print the hashes
+    python benchmarks/request_hashes.py --write FILE         # record them (JSON)
+    python benchmarks/request_hashes.py --check FILE         # exit 1 if any differs
+
+The table hashed is exactly what ``llumsim run`` writes as ``requests.csv``. Runs are the
+quickstart (Llumnix), the same requests under INFaaS++ and round-robin, the fault example,
+an auto-scaling set-up, and a K = 4 priority mix — every mechanism a refactor could disturb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from sim.config import load_config
+from sim.engine import simulate
+from sim.metrics import request_table
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "experiments" / "configs"
+
+RUNS: dict[str, tuple[Path, list[str]]] = {
+    "quickstart": (CONFIGS / "quickstart.yaml", []),
+    "infaas++": (CONFIGS / "quickstart.yaml", ["scheduler.name=infaas++"]),
+    "round-robin": (CONFIGS / "quickstart.yaml", ["scheduler.name=round-robin"]),
+    "faults": (CONFIGS / "faults.yaml", []),
+    "autoscaling": (CONFIGS / "autoscaling" / "ll_poisson_2.5.yaml", []),
+    "k4-enterprise": (
+        CONFIGS / "quickstart.yaml",
+        ["workload.priority.tiers=4", "workload.priority.sampler=enterprise"],
+    ),
+}
+
+
+def request_hash(config_path: Path, overrides: list[str]) -> tuple[str, float]:
+    """(sha256 of requests.csv, wall seconds of the run)."""
+    config = load_config(config_path, overrides)
+    started = time.perf_counter()
+    result = simulate(config)
+    wall = time.perf_counter() - started
+    csv = request_table(result).to_csv(index=False).encode()
+    return hashlib.sha256(csv).hexdigest(), wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", type=Path, help="record the hashes in this JSON file")
+    group.add_argument("--check", type=Path, help="compare with hashes recorded in this file")
+    parser.add_argument("runs", nargs="*", help=f"subset of {', '.join(RUNS)}")
+    args = parser.parse_args()
+    names = args.runs or list(RUNS)
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        parser.error(f"unknown run(s): {', '.join(unknown)}")
+    expected = json.loads(args.check.read_text()) if args.check else {}
+    hashes, failed = {}, []
+    for name in names:
+        digest, wall = request_hash(*RUNS[name])
+        hashes[name] = digest
+        verdict = ""
+        if args.check:
+            same = expected.get(name) == digest
+            verdict = "  same" if same else f"  DIFFERS (recorded {expected.get(name)})"
+            failed += [] if same else [name]
+        print(f"{name:<15} {digest}  {wall:6.1f} s{verdict}", flush=True)
+    if args.write:
+        args.write.write_text(json.dumps(hashes, indent=2) + "\n")
+        print(f"wrote {args.write}")
+    print(f"$ python benchmarks/request_hashes.py {' '.join(sys.argv[1:])}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""What a global scheduler knows of the cluster: load reports, and its own dispatches since."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from sim.instance.load import LoadReport
+
+
+class ClusterView:
+    """The latest report of every reporting instance (draining ones too: they are migration
+    sources), the instances that accept dispatches, and the demand dispatched to each since
+    its last report (so a burst between two reports does not all land on one instance)."""
+
+    def __init__(self) -> None:
+        self.instances: list[int] = []  # accept dispatches, in id order
+        self.reports: dict[int, LoadReport] = {}
+        self.pending: dict[int, int] = {}  # blocks dispatched since the instance's last report
+
+    def add(self, instance_id: int) -> None:
+        if instance_id not in self.instances:
+            self.instances.append(instance_id)
+            self.instances.sort()
+            self.pending[instance_id] = 0
+
+    def remove(self, instance_id: int) -> None:
+        """The instance takes no more dispatches (draining, failed or removed)."""
+        if instance_id in self.instances:
+            self.instances.remove(instance_id)
+        self.pending.pop(instance_id, None)
+        self.reports.pop(instance_id, None)
+
+    def observe(self, reports: Mapping[int, LoadReport]) -> None:
+        for instance_id, report in reports.items():
+            self.reports[instance_id] = report
+            if instance_id in self.pending:
+                self.pending[instance_id] = 0
+
+    def note_dispatch(self, instance_id: int, demand_blocks: int) -> None:
+        self.pending[instance_id] = self.pending.get(instance_id, 0) + demand_blocks

@@ -1,0 +1,86 @@
+"""Starting migration processes and keeping their records (the engine's side of migration).
+
+Which instances pair and whether a paired source starts now is the global scheduler's
+decision; which request moves is the source llumlet's (``sim.instance.candidates``); the
+stages and handshake are ``sim.instance.migration.migrate``. This module wires them to time.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sim.instance.llumlet import Llumlet
+from sim.instance.migration import (
+    MigrationOutcome,
+    MigrationRecord,
+    MigrationSettings,
+    TransferModel,
+    migrate,
+)
+from sim.instance.request import Request
+
+
+class MigrationLauncher:
+    def __init__(
+        self,
+        env,
+        settings: MigrationSettings,
+        transfer: TransferModel | None,
+        wake: Callable[[Llumlet], None],
+        stage_fails: Callable[[], bool],
+        handshake_timeout: float,
+        on_commit: Callable[[int], None],
+    ) -> None:
+        self.env = env
+        self.settings = settings
+        self.transfer = transfer
+        self.wake = wake
+        self.stage_fails = stage_fails
+        self.handshake_timeout = handshake_timeout
+        self.on_commit = on_commit  # called with the source id: it may go on migrating
+        self.records: list[MigrationRecord] = []
+        self._processes: list = []
+
+    def start(self, request: Request, source: Llumlet, destination: Llumlet) -> MigrationRecord:
+        """Start moving ``request`` (running on ``source``) to ``destination`` now."""
+        if request not in source.running:
+            raise ValueError(f"request {request.id} is not running on instance {source.id}")
+        record = MigrationRecord(
+            id=len(self.records),
+            request_id=request.id,
+            source=source.id,
+            destination=destination.id,
+            mode=self.settings.mode,
+            start=self.env.now,
+        )
+        self.records.append(record)
+        self._processes.append(self.env.process(self._run(source, destination, request, record)))
+        return record
+
+    def _run(self, source: Llumlet, destination: Llumlet, request: Request, record: MigrationRecord):
+        yield from migrate(
+            self.env,
+            source,
+            destination,
+            request,
+            record,
+            self.settings,
+            self.transfer,
+            self.wake,
+            stage_fails=self.stage_fails,
+            handshake_timeout=self.handshake_timeout,
+        )
+        if record.outcome is MigrationOutcome.COMMITTED:
+            self.on_commit(source.id)
+        # after an abort the pair waits for the next pairing round
+
+    def in_flight_processes(self) -> list:
+        return [process for process in self._processes if process.is_alive]
+
+    def live_reservation_keys(self) -> set:
+        """Ledger keys of migrations still in flight (their reservations are not leaks)."""
+        return {
+            record.reservation_key
+            for record in self.records
+            if record.outcome is MigrationOutcome.IN_FLIGHT
+        }

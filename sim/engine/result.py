@@ -1,0 +1,59 @@
+"""What a run produced: requests, load samples, logs. ``sim.metrics`` turns it into tables,
+summaries and plots; every log row is a named tuple, never a positional one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from sim.config import SimulationConfig
+from sim.instance.load import LoadReport
+from sim.instance.migration import MigrationRecord
+from sim.instance.request import Request
+
+
+class LoadSample(NamedTuple):
+    """Every live instance's load report at one sampling time."""
+
+    time: float
+    starting: int  # scale-outs still in their cold start (billed, not yet reporting)
+    reports: tuple[LoadReport, ...]
+
+
+class BatchRecord(NamedTuple):
+    instance: int
+    start: float
+    duration: float
+    is_prefill: bool
+    size: int
+
+
+class ScalingEvent(NamedTuple):
+    time: float
+    action: str  # scale_out (decided), ready, scale_in (drain starts), removed
+    instance: int  # -1 for a scale-out decision (the instance has no id yet)
+
+
+class FaultEvent(NamedTuple):
+    time: float
+    event: str
+    detail: str | int
+
+
+@dataclass
+class SimulationResult:
+    config: SimulationConfig
+    requests: list[Request]
+    load_samples: list[LoadSample]
+    instance_lifetimes: dict[int, tuple[float, float]]
+    end_time: float
+    wall_seconds: float
+    capacity_blocks: int
+    workload_description: str
+    interrupted: bool = False
+    batches: int = 0
+    migrations: list[MigrationRecord] = field(default_factory=list)
+    batch_log: list[BatchRecord] = field(default_factory=list)
+    scaling_log: list[ScalingEvent] = field(default_factory=list)
+    fault_log: list[FaultEvent] = field(default_factory=list)
+    leaked_blocks: int = 0  # allocated or reserved blocks left on live instances at the end

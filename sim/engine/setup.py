@@ -1,0 +1,88 @@
+"""Building a run's parts from its config: workload, replica model, limits, transfer model.
+
+Each failure a config can cause is a ``ConfigError`` naming the key, raised before the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.config import ConfigError, SimulationConfig
+from sim.instance.limits import BatchTimer, LlumletLimits
+from sim.instance.migration import TransferModel
+from sim.instance.virtual_usage import tier_headroom_blocks
+
+
+def load_workload(config: SimulationConfig, root: Path | None):
+    from sim.workload import build_workload
+
+    return build_workload(config.workload, config.seed, root)
+
+
+def load_model(config: SimulationConfig) -> BatchTimer:
+    from sim.hardware import UnknownHardwareError, load_replica_model
+
+    cluster = config.cluster
+    try:
+        return load_replica_model(
+            cluster.model,
+            cluster.device,
+            cluster.tensor_parallel,
+            block_size=cluster.block_size,
+            gpu_memory_utilization=cluster.gpu_memory_utilization,
+            max_batched_tokens=cluster.max_batched_tokens,
+            kv_capacity_blocks=cluster.kv_capacity_blocks,
+        )
+    except UnknownHardwareError as exc:
+        raise ConfigError(f"cluster: {exc}") from None
+    except ValueError as exc:  # a limit outside what the profiles cover
+        raise ConfigError(f"cluster: {exc}") from None
+
+
+def load_transfer(config: SimulationConfig, model) -> TransferModel:
+    from sim.hardware.transfer import load_transfer_model
+
+    overrides = config.migration.transfer
+    return load_transfer_model(
+        model.kv_bytes_per_token,
+        config.cluster.block_size,
+        getattr(model, "tensor_parallel", 1),
+        stage_latency=overrides.stage_latency,
+        gpu_bandwidth=overrides.gpu_bandwidth,
+        network_bandwidth=overrides.network_bandwidth,
+    )
+
+
+def cluster_limits(config: SimulationConfig, model: BatchTimer, workload) -> LlumletLimits:
+    """Per-instance vLLM limits; the batch cap must be one the replica model covers."""
+    cluster = config.cluster
+    capacity = cluster.kv_capacity_blocks or model.kv_capacity_blocks
+    tiers = max(config.workload.priority.tiers, int(workload.tier.max(initial=0)) + 1)
+    model_batch_cap = getattr(model, "max_batch_size", cluster.max_batch_size)
+    if cluster.max_batch_size > model_batch_cap:
+        raise ConfigError(
+            f"cluster.max_batch_size: {cluster.max_batch_size} exceeds the {model_batch_cap} "
+            "decode batch sizes the replica model is profiled for"
+        )
+    return LlumletLimits(
+        capacity_blocks=capacity,
+        block_size=cluster.block_size,
+        max_batched_tokens=cluster.max_batched_tokens,
+        max_batch_size=cluster.max_batch_size,
+        watermark_blocks=int(cluster.watermark_fraction * capacity),
+        tiers=tiers,
+        max_seq_len=getattr(model, "max_tokens", LlumletLimits.max_seq_len),
+    )
+
+
+def tier_headroom(config: SimulationConfig, limits: LlumletLimits) -> list[float]:
+    headroom = config.scheduler.headroom
+    return tier_headroom_blocks(
+        limits.capacity_blocks,
+        limits.tiers,
+        h_max=headroom.h_max,
+        decay=headroom.decay,
+        lowest_tier_none=headroom.lowest_tier_none,
+        max_total=headroom.max_total,
+        explicit=headroom.blocks,
+    )

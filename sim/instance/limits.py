@@ -1,0 +1,27 @@
+"""What a llumlet is given: its vLLM limits, and the replica model's iteration time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+
+class BatchTimer(Protocol):
+    """What the llumlet needs from the replica model (``sim.hardware.ReplicaModel``)."""
+
+    def batch_time(
+        self, prefills: Sequence[tuple[int, int]], num_decodes: int, decode_kv_tokens: int
+    ) -> float: ...
+
+
+@dataclass(frozen=True)
+class LlumletLimits:
+    """Per-instance vLLM limits."""
+
+    capacity_blocks: int
+    block_size: int = 16
+    max_batched_tokens: int = 12800
+    max_batch_size: int = 256
+    watermark_blocks: int = 0
+    tiers: int = 1
+    max_seq_len: int = 1 << 62  # the replica model's longest sequence (vLLM's max_model_len)
