@@ -29,6 +29,13 @@ def test_provenance_table_matches_the_shipped_files():
     assert documented == [expected[0], *expected[2:]]
 
 
+def test_provenance_preset_table_matches_what_the_presets_give():
+    expected = load_summarise_script().preset_rows()
+    provenance = (TRACES / "PROVENANCE.md").read_text().splitlines()
+    start = provenance.index(expected[0])
+    assert provenance[start : start + len(expected)] == expected
+
+
 @pytest.mark.parametrize(
     ("reader", "name", "rows"),
     [
