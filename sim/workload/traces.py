@@ -35,7 +35,7 @@ BURSTGPT_COLUMNS = ("Timestamp", "Model", "Request tokens", "Response tokens", "
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 # 10 million tokens: above the longest context window of any model (1–10M tokens in 2025), and
-# ~750 times the KV capacity of a LLaMA-7B A10 instance — a count beyond it is a corrupt cell.
+# ~730 times the KV capacity of a LLaMA-7B A10 instance — a count beyond it is a corrupt cell.
 MAX_TOKENS_PER_REQUEST = 10_000_000
 # 2100-01-01T00:00:00Z as Unix seconds: a trace's seconds are counted from its start (BurstGPT,
 # Vidur) or from the Unix epoch, so anything later is a corrupt cell or a stamp in ms or µs.
@@ -86,7 +86,9 @@ def _read_csv(path: str | Path) -> pd.DataFrame:
         header = [cell.strip() for cell in header]
         repeated = sorted({name for name in header if header.count(name) > 1})
         if repeated:
-            raise TraceError(f"{path}: row 1: column {repeated[0]!r} appears more than once")
+            raise TraceError(
+                f"{path}: row {reader.line_num}: column {repeated[0]!r} appears more than once"
+            )
         rows, lines = [], []
         for row in reader:
             if not row:
