@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from sim.cli.main import main
 from sim.config import ConfigError
 from sim.workload import (
     TraceError,
@@ -18,6 +19,9 @@ from sim.workload import (
 
 BURST_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
+LENGTHS_HEADER = "num_prefill_tokens,num_decode_tokens"
+VIDUR_HEADER = "arrived_at,num_prefill_tokens,num_decode_tokens"
+QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "quickstart.yaml"
 
 
 def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:
@@ -196,3 +200,94 @@ def test_burstgpt_filters_on_another_format_are_refused(tmp_path):
     path = write(tmp_path, "num_prefill_tokens,num_decode_tokens\n1,2\n")
     with pytest.raises(TraceError, match="apply to BurstGPT traces"):
         read_trace(path, burstgpt_model="GPT-4")
+
+
+# Corrupt files (issue 10): one case per class of damage. Each must stop the run with
+# ``<file>: row <n>, column '<col>': <problem>`` instead of being read wrongly.
+CORRUPT = {
+    "extra cell in the first row (pandas would shift the columns)": (
+        f"{LENGTHS_HEADER}\n10,3,7\n4,2\n",
+        "row 2, column #3 (not in the header): extra cell '7' (the row has 3 cells, the header 2)",
+    ),
+    "extra cell in a later row": (
+        f"{BURST_HEADER}\n1,GPT-4,5,3,8,Conversation log\n2,GPT-4,5,3,8,Conversation log,x\n",
+        "row 3, column #7 (not in the header): extra cell 'x'",
+    ),
+    "missing cell": (
+        f"{LENGTHS_HEADER}\n10,3\n4\n",
+        "row 3, column 'num_decode_tokens': missing cell (the row has 1 cells, the header 2)",
+    ),
+    "absurd token count": (
+        f"{LENGTHS_HEADER}\n10,3\n1e30,2\n",
+        "row 3, column 'num_prefill_tokens': 1e30 tokens is more than 10,000,000",
+    ),
+    "token count just past the bound": (
+        f"{AZURE_HEADER}\n2023-11-16 18:15:46.0,10,10000001\n",
+        "row 2, column 'GeneratedTokens': 10000001 tokens is more than 10,000,000",
+    ),
+    "infinite timestamp": (
+        f"{BURST_HEADER}\ninf,GPT-4,5,3,8,Conversation log\n",
+        "row 2, column 'Timestamp': 'inf' is not a finite number",
+    ),
+    "NaN timestamp": (
+        f"{VIDUR_HEADER}\n0.0,5,2\nnan,6,3\n",
+        "row 3, column 'arrived_at': 'nan' is not a number",
+    ),
+    "timestamp after 2100 (a stamp in milliseconds)": (
+        f"{VIDUR_HEADER}\n1700000000000,5,2\n",
+        "row 2, column 'arrived_at': 1700000000000 s is after 4102444800",
+    ),
+    "negative timestamp": (
+        f"{BURST_HEADER}\n-5,GPT-4,5,3,8,Conversation log\n",
+        "row 2, column 'Timestamp': -5 s is negative",
+    ),
+    "date outside 1970-2099": (
+        f"{AZURE_HEADER}\n2023-11-16 18:15:46.0,10,1\n2150-01-01 00:00:00.0,10,1\n",
+        "row 3, column 'TIMESTAMP': '2150-01-01 00:00:00.0' is outside 1970–2099",
+    ),
+    "non-UTF-8 byte in a cell": (
+        f"{BURST_HEADER}\n1,GPT-4,5,3,8,Conversation log\n2,GPT\xff4,5,3,8,Conversation log\n"
+        .encode("latin-1"),
+        "row 3, column 'Model': not UTF-8 text (byte 0xff)",
+    ),
+    "non-UTF-8 byte in the header": (
+        "num_prefill_tokens,num_d\xe9code_tokens\n1,2\n".encode("latin-1"),
+        "row 1, column #2: not UTF-8 text (byte 0xe9)",
+    ),
+    "blank lines keep row numbers equal to line numbers": (
+        f"{LENGTHS_HEADER}\n10,3\n\n\n-4,2\n",
+        "row 5, column 'num_prefill_tokens': -4 is negative",
+    ),
+    "repeated column": (
+        "num_prefill_tokens,num_decode_tokens,num_decode_tokens\n1,2,3\n",
+        "row 1: column 'num_decode_tokens' appears more than once",
+    ),
+}
+
+
+@pytest.mark.parametrize(("content", "expected"), CORRUPT.values(), ids=CORRUPT.keys())
+def test_corrupt_files_are_refused_naming_file_row_and_column(tmp_path, content, expected):
+    path = tmp_path / "trace.csv"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(TraceError) as info:
+        read_trace(path)
+    assert str(info.value).startswith(f"{path}: {expected}")
+    assert "\n" not in str(info.value)
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_fine(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + f"{LENGTHS_HEADER}\r\n10,3\r\n 7 , 1 \r\n".encode())
+    table = read_lengths_table(path)
+    assert table["prompt_tokens"].tolist() == [10, 7]
+    assert table["output_tokens"].tolist() == [3, 1]
+
+
+def test_the_cli_exits_2_with_one_line_for_a_corrupt_trace(tmp_path, capsys):
+    path = tmp_path / "shifted.csv"
+    path.write_text(f"{LENGTHS_HEADER}\n10,3,7\n")
+    args = ["run", str(QUICKSTART), "--quiet", "--out", str(tmp_path), "--set"]
+    assert main([*args, f"workload.trace={path}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"{path}: row 2, column #3 (not in the header): extra cell '7'" in err

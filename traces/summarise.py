@@ -1,14 +1,18 @@
-"""Print the statistics table of traces/PROVENANCE.md from the shipped files.
+"""Print the statistics tables of traces/PROVENANCE.md from the shipped files and presets.
 
-Run after rebuilding a trace and paste the rows into PROVENANCE.md; the test suite checks
-that the table there still matches the files (tests/test_workload_shipped.py).
+Run after rebuilding a trace or changing a shaping preset and paste the rows into
+PROVENANCE.md; the test suite checks that the tables there still match
+(tests/test_workload_shipped.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sim.workload import read_trace, summarise
+import numpy as np
+
+from sim.config.schema import ShapeConfig, WorkloadConfig
+from sim.workload import PRESETS, build_workload, read_trace, summarise
 
 TRACES_DIR = Path(__file__).resolve().parent
 SHIPPED = (
@@ -44,5 +48,29 @@ def table_rows() -> list[str]:
     return lines
 
 
+PRESET_DRAWS = (("whole table", None), ("10,000 requests, seed 0", 10_000))
+
+
+def preset_rows() -> list[str]:
+    """What each shaping preset gives the default trace: the whole table, and a 10k-request run."""
+    lines = [
+        "| preset, requests | n | input mean | input P50 | input P95 | input max "
+        "| output mean | output P50 | output P95 | output max |",
+        "|---|" + "---:|" * 9,
+    ]
+    for name in sorted(PRESETS):
+        for label, n in PRESET_DRAWS:
+            cfg = WorkloadConfig(num_requests=n, shape=ShapeConfig(preset=name))
+            workload = build_workload(cfg, seed=0)
+            cells = [f"{len(workload)}"]
+            for values in (workload.prompt_tokens, workload.output_tokens):
+                p50, p95 = np.percentile(values, [50, 95])
+                cells += [f"{values.mean():.1f}", f"{p50:.1f}", f"{p95:.1f}", f"{values.max()}"]
+            lines.append(f"| {name}, {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 if __name__ == "__main__":
     print("\n".join(table_rows()))
+    print()
+    print("\n".join(preset_rows()))

@@ -118,6 +118,77 @@ class PriorityConfig:
 
 
 @dataclass
+class MatchConfig:
+    """Published statistics one length field should have: its mean and 95th percentile (tokens).
+
+    ``sim/workload/shaping.py`` maps the real lengths onto them monotonically (rank order kept):
+    the part above the 95th percentile is scaled linearly (its shape relative to the P95 kept),
+    the part below is raised to the power that brings the mean to ``mean``. Fitted on the
+    requests the run receives, so both targets hold there (P95 to within rounding).
+    """
+
+    mean: Optional[float] = None
+    p95: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        for name in ("mean", "p95"):
+            value = getattr(self, name)
+            _require(value is not None, f"{name}: required (tokens)")
+            _require(value >= 1, f"{name}: must be >= 1 token, got {value}")
+
+
+@dataclass
+class FieldShapeConfig:
+    """How one length field (``input`` or ``output``) is reshaped; unset keys do nothing.
+
+    Steps, always in this order (``shaping.py``): ``scale`` multiplies every length and rounds
+    up; ``min``/``max`` drop requests whose scaled length lies outside [min, max] — from the
+    table, before requests are drawn, so ``num_requests`` still gets N; ``match`` maps the drawn
+    requests' lengths onto a published mean and P95; ``cap`` truncates the final lengths (the
+    Llumnix artifact's 6,144-token behaviour). Use ``max`` to drop long requests instead of
+    truncating them; leave both unset to let the simulator abort what an instance cannot hold.
+    """
+
+    scale: Optional[float] = None  # multiply, round up (>= 1 token)
+    min: Optional[int] = None  # drop requests shorter than this (tokens, after scale)
+    max: Optional[int] = None  # drop requests longer than this (tokens, after scale)
+    match: Optional[MatchConfig] = None  # map onto this mean and P95
+    cap: Optional[int] = None  # truncate final lengths to at most this many tokens
+
+    def __post_init__(self) -> None:
+        _require(self.scale is None or self.scale > 0, f"scale: must be > 0, got {self.scale}")
+        for name in ("min", "max", "cap"):
+            value = getattr(self, name)
+            _require(value is None or value >= 1, f"{name}: must be >= 1 token, got {value}")
+        _require(
+            self.min is None or self.max is None or self.min <= self.max,
+            f"max: must be >= min ({self.min}), got {self.max}",
+        )
+        _require(
+            self.scale is None or self.match is None,
+            "scale: has no effect with match, which sets the lengths' scale itself; set one",
+        )
+        _require(
+            self.cap is None or self.match is None or self.match.p95 <= self.cap,
+            f"match.p95: {self.match.p95 if self.match else None} cannot lie above cap {self.cap}",
+        )
+
+
+@dataclass
+class ShapeConfig:
+    """Reshaping of request lengths (any trace, or synthetic lengths); a no-op when unset.
+
+    ``preset`` names a shaping defined in ``sim/workload/shaping.py`` (``sharegpt-gpt4``: the
+    shipped ShareGPT V3 first turns mapped onto the Llumnix paper's Table 1 statistics of the
+    GPT-4 subset). Keys set under ``input``/``output`` override the preset's, field by field.
+    """
+
+    preset: Optional[str] = None
+    input: FieldShapeConfig = field(default_factory=FieldShapeConfig)
+    output: FieldShapeConfig = field(default_factory=FieldShapeConfig)
+
+
+@dataclass
 class WorkloadConfig:
     """Where requests come from: a length table, a timestamped trace, or a generator."""
 
@@ -130,6 +201,7 @@ class WorkloadConfig:
     priority: PriorityConfig = field(default_factory=PriorityConfig)
     burstgpt_model: Optional[str] = None  # BurstGPT: keep rows of this Model (None: all)
     burstgpt_log_type: Optional[str] = None  # BurstGPT: keep rows of this Log Type (None: all)
+    shape: ShapeConfig = field(default_factory=ShapeConfig)  # length reshaping (default: none)
 
     def __post_init__(self) -> None:
         _require(

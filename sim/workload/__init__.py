@@ -7,6 +7,7 @@ This package knows nothing about instances; it turns (``WorkloadConfig``, seed) 
 from sim.workload.arrivals import renewal_arrivals, replay_arrivals
 from sim.workload.build import Workload, build_workload, resolve_trace_path
 from sim.workload.priority import sample_tiers, tier_weights
+from sim.workload.shaping import PRESETS, match_mean_p95, resolve_shape, scale_lengths
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import (
     TraceError,
@@ -20,10 +21,12 @@ from sim.workload.traces import (
 
 __all__ = [
     "LENGTH_CLASSES",
+    "PRESETS",
     "TraceError",
     "Workload",
     "build_workload",
     "detect_format",
+    "match_mean_p95",
     "power_law_lengths",
     "read_azure",
     "read_burstgpt",
@@ -31,8 +34,10 @@ __all__ = [
     "read_trace",
     "renewal_arrivals",
     "replay_arrivals",
+    "resolve_shape",
     "resolve_trace_path",
     "sample_tiers",
+    "scale_lengths",
     "summarise",
     "tier_weights",
 ]

@@ -8,6 +8,9 @@ Which requests (``num_requests``):
   more than the trace holds is an error, since a recorded clock cannot be resampled.
 * synthetic: N requests from the power-law generator (N is required).
 
+``workload.shape`` (``shaping.py``) scales and filters the table before the draw — so N
+stays N — and matches and caps the drawn requests' lengths after it; unset, it does nothing.
+
 Each random part (row draw, input lengths, output lengths, arrivals, tiers) has its own
 generator seeded from (seed, part), so changing e.g. the tier sampler leaves the lengths and
 arrivals of a run unchanged.
@@ -24,6 +27,7 @@ import pandas as pd
 from sim.config import ConfigError, WorkloadConfig
 from sim.workload.arrivals import renewal_arrivals, replay_arrivals
 from sim.workload.priority import sample_tiers
+from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import TraceError, read_trace
 
@@ -98,7 +102,9 @@ def resolve_trace_path(trace: str, root: Path | None = None) -> Path:
     raise TraceError(f"{trace}: trace file not found (looked at {looked})")
 
 
-def _select_rows(table: pd.DataFrame, cfg: WorkloadConfig, seed: int, path: Path) -> pd.DataFrame:
+def _select_rows(
+    table: pd.DataFrame, cfg: WorkloadConfig, seed: int, path: Path, dropped: int = 0
+) -> pd.DataFrame:
     n = cfg.num_requests
     if cfg.source == "timestamped":
         if "timestamp" not in table.columns:
@@ -106,8 +112,10 @@ def _select_rows(table: pd.DataFrame, cfg: WorkloadConfig, seed: int, path: Path
                 f"{path}: source 'timestamped' needs timestamps; this is a length table"
             )
         if n is not None and n > len(table):
+            left = f" after workload.shape dropped {dropped}" if dropped else ""
             raise ConfigError(
-                f"workload.num_requests: {n} requested, but {path} has {len(table)} requests"
+                f"workload.num_requests: {n} requested, but {path} has {len(table)} "
+                f"requests{left}"
             )
         return table.sort_values("timestamp", kind="stable").head(n)
     n = len(table) if n is None else n
@@ -127,26 +135,37 @@ def _describe_arrivals(cfg: WorkloadConfig) -> str:
 
 
 def _requests(
-    cfg: WorkloadConfig, seed: int, root: Path | None
+    cfg: WorkloadConfig, seed: int, root: Path | None, shape: Shape
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
-    """Prompt and output lengths, recorded timestamps (timestamped source only), a label."""
+    """Prompt and output lengths (shaping steps 1–2 done), timestamps (timestamped), a label."""
     if cfg.source == "synthetic":
         n, cap = int(cfg.num_requests), cfg.synthetic.max_tokens
         lengths = [
             power_law_lengths(_rng(seed, part), n, *LENGTH_CLASSES[size], cap)
             for part, size in ((_INPUT, cfg.synthetic.input), (_OUTPUT, cfg.synthetic.output))
         ]
+        # a generated batch is its own table: scaling applies, filters were refused
+        generated = pd.DataFrame({"prompt_tokens": lengths[0], "output_tokens": lengths[1]})
+        table = shape_table(generated, shape)
         label = f"synthetic {cfg.synthetic.input}-{cfg.synthetic.output} power-law lengths"
-        return lengths[0], lengths[1], None, f"{label} (cap {cap})"
+        return (
+            table["prompt_tokens"].to_numpy(),
+            table["output_tokens"].to_numpy(),
+            None,
+            f"{label} (cap {cap})",
+        )
     path = resolve_trace_path(str(cfg.trace), root)
     table = read_trace(path, cfg.format, cfg.burstgpt_model, cfg.burstgpt_log_type)
-    chosen = _select_rows(table, cfg, seed, path)
+    shaped = shape_table(table, shape, str(path))
+    dropped = len(table) - len(shaped)
+    chosen = _select_rows(shaped, cfg, seed, path, dropped)
     timestamps = chosen["timestamp"].to_numpy() if cfg.source == "timestamped" else None
+    kept = f", {dropped} dropped by workload.shape" if dropped else ""
     return (
         chosen["prompt_tokens"].to_numpy(),
         chosen["output_tokens"].to_numpy(),
         timestamps,
-        f"{cfg.trace} ({len(table)} usable rows)",
+        f"{cfg.trace} ({len(table)} usable rows{kept})",
     )
 
 
@@ -154,7 +173,11 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
     """The request stream of a run: a pure function of (``cfg``, ``seed``) and the trace file."""
     if seed < 0:
         raise ConfigError(f"seed: must be >= 0, got {seed}")
-    prompt, output, timestamps, source = _requests(cfg, seed, root)
+    shape = resolve_shape(cfg.shape, cfg.source)
+    prompt, output, timestamps, source = _requests(cfg, seed, root, shape)
+    prompt, output = shape_lengths(prompt, output, shape)
+    if not shape.is_identity:
+        source = f"{source}; {shape.describe()}"
     n = len(prompt)
     if cfg.arrival.process == "trace":
         arrival = replay_arrivals(timestamps, cfg.arrival.rate)

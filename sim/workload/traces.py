@@ -4,11 +4,21 @@ Every reader returns a DataFrame with int64 ``prompt_tokens`` and ``output_token
 and, for formats that carry them, float64 ``timestamp`` seconds as recorded (Azure: seconds
 after the file's earliest stamp). Validation happens here, on load, so that a bad cell is
 reported as ``<file>: row <n>, column '<col>': <problem>`` before any simulation starts. Row
-numbers count the header as row 1, as a spreadsheet or editor shows them.
+numbers are the file's line numbers (the header is row 1), as an editor shows them.
+
+What is refused, and why: text that is not UTF-8; a row with more or fewer cells than the
+header (read as it stands, it would shift every later column); a token count that is not a
+whole number, is negative, or exceeds ``MAX_TOKENS_PER_REQUEST``; a timestamp that is not a
+finite number of seconds in [0, ``MAX_TIMESTAMP_S``], or a date outside [``EARLIEST_DATE``,
+``LATEST_DATE``). The bounds are far beyond any real request or trace, so they only catch
+corrupt cells (1e30 tokens, a stamp in milliseconds, a year of 9999).
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 from pathlib import Path
 from typing import Literal
 
@@ -24,24 +34,81 @@ LENGTHS_TIMESTAMP = "arrived_at"  # optional seconds column of Vidur's processed
 BURSTGPT_COLUMNS = ("Timestamp", "Model", "Request tokens", "Response tokens", "Log Type")
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
+# 10 million tokens: above the longest context window of any model (1–10M tokens in 2025), and
+# ~730 times the KV capacity of a LLaMA-7B A10 instance — a count beyond it is a corrupt cell.
+MAX_TOKENS_PER_REQUEST = 10_000_000
+# 2100-01-01T00:00:00Z as Unix seconds: a trace's seconds are counted from its start (BurstGPT,
+# Vidur) or from the Unix epoch, so anything later is a corrupt cell or a stamp in ms or µs.
+MAX_TIMESTAMP_S = 4_102_444_800.0
+# Azure-style date-and-time stamps must fall in these years (LLM traces begin in the 2020s).
+EARLIEST_DATE = pd.Timestamp("1970-01-01", tz="UTC")
+LATEST_DATE = pd.Timestamp("2100-01-01", tz="UTC")
+
 
 class TraceError(ConfigError):
     """A trace file that cannot be used; the message names the file (and row and column)."""
 
 
+def _decode(path: Path, data: bytes) -> str:
+    """UTF-8 text (a leading byte-order mark dropped); else the row and column of the bad byte."""
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        header = next(csv.reader([data.split(b"\n", 1)[0].decode("utf-8", "replace")]), [])
+        before = data[start : exc.start].decode("utf-8", "replace")
+        index = len(next(csv.reader([before]), [""])) - 1 if before else 0
+        column = (
+            repr(header[index].strip()) if line > 1 and index < len(header) else f"#{index + 1}"
+        )
+        problem = f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
+        raise TraceError(f"{path}: row {line}, column {column}: {problem}") from None
+
+
 def _read_csv(path: str | Path) -> pd.DataFrame:
-    """All cells as stripped strings, so that validation sees exactly what the file holds."""
+    """All cells as stripped strings, indexed by line number, every row as wide as the header.
+
+    Read with the ``csv`` module rather than pandas so that a row with an extra cell is an
+    error here (pandas would take the first column as an index and shift the rest), and a
+    short row is named as such instead of showing up as empty cells.
+    """
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: trace file not found")
+    text = _decode(path, path.read_bytes())
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise TraceError(f"{path}: empty file (expected a CSV header and rows)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: not a readable CSV ({str(exc).strip()})") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame
+        header = next((row for row in reader if row), None)
+        if header is None:
+            raise TraceError(f"{path}: empty file (expected a CSV header and rows)")
+        header = [cell.strip() for cell in header]
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise TraceError(
+                f"{path}: row {reader.line_num}: column {repeated[0]!r} appears more than once"
+            )
+        rows, lines = [], []
+        for row in reader:
+            if not row:
+                continue  # blank line
+            if len(row) != len(header):
+                raise TraceError(f"{path}: row {reader.line_num}, {_width_problem(row, header)}")
+            rows.append([cell.strip() for cell in row])
+            lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise TraceError(f"{path}: row {reader.line_num}: not a readable CSV ({exc})") from None
+    return pd.DataFrame(rows, columns=header, index=lines, dtype=str)
+
+
+def _width_problem(row: list[str], header: list[str]) -> str:
+    """Which cell is missing or extra, as ``column '<col>': <problem>``."""
+    cells = f"the row has {len(row)} cells, the header {len(header)}"
+    if len(row) < len(header):
+        return f"column {header[len(row)]!r}: missing cell ({cells})"
+    extra = len(header) + 1
+    return f"column #{extra} (not in the header): extra cell {row[len(header)]!r} ({cells})"
 
 
 def _require_columns(frame: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> None:
@@ -57,19 +124,42 @@ def _cell_error(path: Path, frame: pd.DataFrame, mask: pd.Series, column: str, w
         position = int(np.flatnonzero(mask.to_numpy())[0])
         cell = frame[column].iloc[position]
         problem = "empty cell" if cell == "" else what.format(cell=cell)
-        raise TraceError(f"{path}: row {position + 2}, column {column!r}: {problem}")
+        raise TraceError(f"{path}: row {frame.index[position]}, column {column!r}: {problem}")
 
 
 def _numbers(frame: pd.DataFrame, path: Path, column: str) -> pd.Series:
-    values = pd.to_numeric(frame[column].str.strip(), errors="coerce").astype("float64")
-    _cell_error(path, frame, ~np.isfinite(values), column, "{cell!r} is not a number")
+    values = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    _cell_error(path, frame, values.isna(), column, "{cell!r} is not a number")
+    _cell_error(path, frame, ~np.isfinite(values), column, "{cell!r} is not a finite number")
+    return values
+
+
+def _seconds(frame: pd.DataFrame, path: Path, column: str) -> pd.Series:
+    """Timestamps in seconds: finite, in [0, MAX_TIMESTAMP_S]."""
+    values = _numbers(frame, path, column)
+    _cell_error(path, frame, values < 0, column, "{cell} s is negative")
+    _cell_error(
+        path,
+        frame,
+        values > MAX_TIMESTAMP_S,
+        column,
+        f"{{cell}} s is after {MAX_TIMESTAMP_S:.0f} (2100-01-01 as Unix seconds, "
+        "MAX_TIMESTAMP_S): not a time in seconds",
+    )
     return values
 
 
 def _tokens(frame: pd.DataFrame, path: Path, column: str, minimum: int) -> pd.Series:
-    """Token counts: whole, non-negative numbers of at least ``minimum``."""
+    """Token counts: whole, non-negative numbers of at least ``minimum``, at most the bound."""
     values = _numbers(frame, path, column)
     _cell_error(path, frame, values < 0, column, "{cell} is negative")
+    _cell_error(
+        path,
+        frame,
+        values > MAX_TOKENS_PER_REQUEST,
+        column,
+        f"{{cell}} tokens is more than {MAX_TOKENS_PER_REQUEST:,} (MAX_TOKENS_PER_REQUEST)",
+    )
     _cell_error(path, frame, values != np.floor(values), column, "{cell} is not a whole number")
     _cell_error(path, frame, values < minimum, column, f"{{cell}} tokens (must be >= {minimum})")
     return values.astype(np.int64)
@@ -90,8 +180,8 @@ def _lengths(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
         }
     )
     if LENGTHS_TIMESTAMP in frame.columns:
-        table.insert(0, "timestamp", _numbers(frame, path, LENGTHS_TIMESTAMP))
-    return _nonempty(table, path)
+        table.insert(0, "timestamp", _seconds(frame, path, LENGTHS_TIMESTAMP))
+    return _nonempty(table.reset_index(drop=True), path)
 
 
 def _burstgpt(
@@ -100,7 +190,7 @@ def _burstgpt(
     _require_columns(frame, path, BURSTGPT_COLUMNS)
     table = pd.DataFrame(
         {
-            "timestamp": _numbers(frame, path, "Timestamp"),
+            "timestamp": _seconds(frame, path, "Timestamp"),
             "prompt_tokens": _tokens(frame, path, "Request tokens", 0),
             "output_tokens": _tokens(frame, path, "Response tokens", 0),
         }
@@ -108,7 +198,7 @@ def _burstgpt(
     keep = pd.Series(True, index=frame.index)
     for column, wanted in (("Model", model), ("Log Type", log_type)):
         if wanted is not None:
-            values = frame[column].str.strip()
+            values = frame[column]
             if not (values == wanted).any():
                 found = ", ".join(repr(v) for v in sorted(values.unique()))
                 raise TraceError(f"{path}: no rows with {column} {wanted!r} (found: {found})")
@@ -128,10 +218,15 @@ def _burstgpt(
 def _azure(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     _require_columns(frame, path, AZURE_COLUMNS)
     # 2023 stamps are naive with 7 fractional digits, 2024 ones carry +00:00: read both as UTC.
-    stamps = pd.to_datetime(
-        frame["TIMESTAMP"].str.strip(), format="ISO8601", utc=True, errors="coerce"
-    )
+    stamps = pd.to_datetime(frame["TIMESTAMP"], format="ISO8601", utc=True, errors="coerce")
     _cell_error(path, frame, stamps.isna(), "TIMESTAMP", "{cell!r} is not a date and time")
+    _cell_error(
+        path,
+        frame,
+        (stamps < EARLIEST_DATE) | (stamps >= LATEST_DATE),
+        "TIMESTAMP",
+        f"{{cell!r}} is outside {EARLIEST_DATE.year}–{LATEST_DATE.year - 1}",
+    )
     table = pd.DataFrame(
         {
             "timestamp": (stamps - stamps.min()).dt.total_seconds(),
@@ -139,7 +234,7 @@ def _azure(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
             "output_tokens": _tokens(frame, path, "GeneratedTokens", 1),
         }
     )
-    return _nonempty(table, path)
+    return _nonempty(table.reset_index(drop=True), path)
 
 
 def detect_format(columns: list[str] | pd.Index, path: str | Path) -> str:
