@@ -1,5 +1,5 @@
-"""Light-batch decode: the bandwidth floor, Figure 4's slowdown, and the loader arguments that
-set the engine's overhead and scale the decode step."""
+"""Light-batch decode: the bandwidth floor, Figure 4's slowdown, and the config keys that set
+the engine's overhead and scale the decode step."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from sim.config.loader import ConfigError, from_dict
+from sim.config.schema import ClusterConfig, SimulationConfig
 from sim.hardware import load_replica_model, overheads
 from sim.hardware.calibration import (
     DECODE_SLOWDOWN,
@@ -101,20 +103,38 @@ def test_decode_scale_multiplies_the_gpu_time_of_decode_only_iterations():
 
 
 def test_defaults_are_the_measured_overheads_the_calibration_assumed():
-    """Loader and fit record agree, so a default model is the calibrated one."""
+    """Schema, loader and fit record agree, so a default run is the calibrated model."""
     fitted = json.loads(FIT_JSON.read_text())["constants"]
     assert fitted["overhead_base_ms"] == overheads.BASE_MS
     assert fitted["overhead_per_request_ms"] == overheads.PER_REQUEST_MS
     defaults = inspect.signature(load_replica_model).parameters
-    assert defaults["overhead_base"].default == pytest.approx(overheads.BASE_MS * 1e-3, rel=1e-12)
-    assert defaults["overhead_per_request"].default == pytest.approx(overheads.PER_REQUEST_MS * 1e-3, rel=1e-12)
-    assert defaults["decode_scale"].default == 1.0
+    cluster = ClusterConfig()
+    assert cluster.overhead.base == pytest.approx(overheads.BASE_MS * 1e-3, rel=1e-12)
+    assert cluster.overhead.per_request == pytest.approx(overheads.PER_REQUEST_MS * 1e-3, rel=1e-12)
+    assert defaults["overhead_base"].default == pytest.approx(cluster.overhead.base, rel=1e-12)
+    assert defaults["overhead_per_request"].default == pytest.approx(cluster.overhead.per_request, rel=1e-12)
+    assert defaults["decode_scale"].default == cluster.decode_scale == 1.0
 
 
 def test_measured_overhead_is_the_line_through_vidurs_a40_profile():
     """Base and per-request cost reproduce Vidur's per-batch totals within 0.2 ms."""
     for batch, phases in overheads.VIDUR_A40_LLAMA2_7B_TP1_MS.items():
         assert overheads.BASE_MS + overheads.PER_REQUEST_MS * batch == pytest.approx(sum(phases), abs=0.2)
+
+
+@pytest.mark.parametrize(
+    "cluster, key",
+    [
+        ({"overhead": {"base": -0.001}}, "cluster.overhead.base"),
+        ({"overhead": {"per_request": -1e-4}}, "cluster.overhead.per_request"),
+        ({"overhead": {"base": "fast"}}, "cluster.overhead.base"),
+        ({"decode_scale": 0}, "cluster.decode_scale"),
+        ({"decode_scale": -2.0}, "cluster.decode_scale"),
+    ],
+)
+def test_bad_values_are_config_errors_naming_the_key(cluster, key):
+    with pytest.raises(ConfigError, match=f"^{key}: "):
+        from_dict(SimulationConfig, {"cluster": cluster})
 
 
 @pytest.mark.parametrize(
