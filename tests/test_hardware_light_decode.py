@@ -139,7 +139,11 @@ def test_bad_values_are_config_errors_naming_the_key(cluster, key):
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"overhead_base": -1.0}, "overhead_base"), ({"overhead_per_request": -1.0}, "overhead_per_request"), ({"decode_scale": 0.0}, "decode_scale")],
+    [
+        ({"overhead_base": -1.0}, "overhead_base"),
+        ({"overhead_per_request": -1.0}, "overhead_per_request"),
+        ({"decode_scale": 0.0}, "decode_scale"),
+    ],
 )
 def test_loader_rejects_bad_values_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):

@@ -214,9 +214,10 @@ def _plot_tokens(ax, model: ReplicaModel, decode: dict, table: list[dict]) -> No
         textcoords="offset points",
         fontsize="small",
     )
-    if decode["target_ratio"]:
-        ax.axhline(one * decode["target_ratio"], color="red", lw=0.8, ls="--", label=f"{decode['target_ratio']:g}× one request")
-    ax.plot([decode["heaviest_tokens"]], [decode["heaviest_ms"]], "r*", ms=10, label=f"heaviest: {decode['ratio']:.2f}×")
+    if target := decode["target_ratio"]:
+        ax.axhline(one * target, color="red", lw=0.8, ls="--", label=f"{target:g}× one request")
+    heaviest = f"heaviest: {decode['ratio']:.2f}×"
+    ax.plot([decode["heaviest_tokens"]], [decode["heaviest_ms"]], "r*", ms=10, label=heaviest)
     ax.axhline(decode["bandwidth_floor_ms"], color="k", lw=0.8, ls=":", label="weights ÷ 600 GB/s")
     ax.set_title(f"{decode['model']} decode step vs total batched tokens")
     ax.set_xlabel("tokens in the batch (KV, all requests)")
