@@ -40,6 +40,12 @@ def test_json_document(run_calibrate):
     capacity = {c["model"]: c for c in document["capacity"]}
     assert capacity["llama-7b"]["kv_capacity_blocks"] == pytest.approx(851, rel=0.02)
     assert capacity["llama-30b"]["tensor_parallel"] == 4
+    light = {d["model"]: d for d in document["light_decode"]}
+    seven = light["llama-7b"]
+    assert seven["ratio"] == pytest.approx(seven["heaviest_ms"] / seven["one_request_ms"])
+    assert seven["target_ratio"] == 2.6 and light["llama-30b"]["target_ratio"] is None
+    assert seven["heaviest_tokens"] == capacity["llama-7b"]["kv_capacity_tokens"]
+    assert seven["one_request_ms"] >= seven["bandwidth_floor_ms"] + seven["one_request_overhead_ms"]
 
 
 def test_table_and_plot(run_calibrate, tmp_path):
@@ -47,5 +53,14 @@ def test_table_and_plot(run_calibrate, tmp_path):
     code, out = run_calibrate("--plot", str(plot))
     assert code == 0
     assert "llama-30b  decode      8192" in out.out and "KV capacity" in out.out
+    assert "Light-batch decode step" in out.out and "ratio" in out.out
     assert "OUTSIDE" not in out.out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_exit_status_fails_on_a_slowdown_outside_its_band():
+    row = {"model": "llama-7b", "rel_error": 0.0}
+    decode = {"model": "llama-7b", "target_ratio": 2.6, "ratio": 2.6}
+    assert calibrate.passes({"rows": [row], "light_decode": [decode]})
+    assert not calibrate.passes({"rows": [row], "light_decode": [{**decode, "ratio": 2.0}]})
+    assert calibrate.passes({"rows": [row], "light_decode": [{**decode, "target_ratio": None, "ratio": 1.7}]})

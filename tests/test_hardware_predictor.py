@@ -46,7 +46,6 @@ def test_tables_equal_vidurs_own_predictor(model):
     directory = fitted_cache()[0]
     vidur = LocalProfilePredictor(layout, str(cache_entry(layout, directory) / VIDUR_SUBDIR))
     ours = replica(model)
-    base_ms, per_request_ms = replica_module._fitted_overheads()
     rng = random.Random(7)
     for _ in range(300):
         prefills, decodes = random_batch(rng)
@@ -56,9 +55,9 @@ def test_tables_equal_vidurs_own_predictor(model):
             [q for q, _ in prefills] + [1] * len(decodes),
             [kv for _, kv in prefills] + decodes,
         )
-        expected = vidur.get_execution_time(batch, 0).total_time + (
-            base_ms + per_request_ms * (len(prefills) + len(decodes))
-        ) * 1e-3
+        expected = vidur.get_execution_time(batch, 0).total_time + ours.overhead_time(
+            len(prefills) + len(decodes)
+        )
         assert ours.batch_time(prefills, len(decodes), sum(decodes)) == pytest.approx(
             expected, rel=1e-12
         )

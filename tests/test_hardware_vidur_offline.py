@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from sim.hardware import replica_model as replica_module
 from sim.hardware.vidur_offline import prepare_vidur_offline
 from tests.hardware_support import fitted_cache, replica
 
@@ -58,14 +57,12 @@ def test_vidurs_predictor_loads_offline_and_agrees(setup):
     name, *times = json.loads(result.stdout.splitlines()[-1])
     assert name == "RandomForrestExecutionTimePredictor"  # Vidur's class, not ours
     assert not (setup.vidur_cache_dir / "predictors").exists()  # loaded, nothing trained
-    base_ms, per_request_ms = replica_module._fitted_overheads()
     ours = replica("llama-7b")
     for (q, kv), vidur_seconds in zip(BATCHES, times):
         prefills = [(a, b) for a, b in zip(q, kv) if a > 1]
         decodes = [b for a, b in zip(q, kv) if a == 1]
-        overhead = (base_ms + per_request_ms * len(q)) * 1e-3
         assert ours.batch_time(prefills, len(decodes), sum(decodes)) == pytest.approx(
-            vidur_seconds + overhead, rel=1e-12
+            vidur_seconds + ours.overhead_time(len(q)), rel=1e-12
         )
 
 

@@ -1,6 +1,8 @@
-"""Compare the replica model with the A10 measurements (prefill, decode) and show KV capacity.
+"""Compare the replica model with the A10 measurements (prefill, decode) and show KV capacity
+and the light-batch decode step (one request, the heaviest batch, their ratio).
 
-Exit status 1 when a row is outside its acceptance bound (LLaMA-7B ±10%, LLaMA-30B ±15%).
+Exit status 1 when a row is outside its acceptance bound (LLaMA-7B ±10%, LLaMA-30B ±15%) or
+the LLaMA-7B heaviest/one-request decode ratio is more than 10% from the paper's 2.6×.
 """
 
 from __future__ import annotations
@@ -9,18 +11,42 @@ import argparse
 import json
 from pathlib import Path
 
-from sim.hardware import known_models, load_replica_model
-from sim.hardware.calibration import PAPER_KV_BLOCKS, TOLERANCE, compare, load_measurements
+from sim.hardware import ReplicaModel, known_models, load_replica_model
+from sim.hardware.calibration import (
+    BATCH_TOKENS,
+    DECODE_SLOWDOWN,
+    DECODE_SLOWDOWN_BOUND,
+    NEAR_IDEAL_TOKENS,
+    PAPER_KV_BLOCKS,
+    TOLERANCE,
+    bandwidth_floor_ms,
+    compare,
+    decode_batch,
+    decode_range,
+    load_measurements,
+    ratio_within_bound,
+)
+from sim.hardware.catalog import find_layout
+
+PLOT_CONTEXTS = (256, 1024, 4096)  # tokens per request in the batch-size panel
+PLOT_BATCH_SIZES = range(1, 257)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="write predicted vs measured (PNG)")
+    parser.add_argument(
+        "--plot", type=Path, metavar="FILE", help="write predicted vs measured and light-batch decode (PNG)"
+    )
     parser.add_argument("--max-batched-tokens", type=int, default=12800, help="activation reserve")
 
 
+def _ms(model: ReplicaModel):
+    return lambda batch: model.batch_time(*batch) * 1e3
+
+
 def calibration(max_batched_tokens: int = 12800) -> dict:
-    """Every prefill/decode row, predicted vs measured, and each model's KV capacity."""
+    """Every prefill/decode row, predicted vs measured, each model's KV capacity and its
+    light-batch decode range (``calibration.decode_range``)."""
     models = {
         name: load_replica_model(name, max_batched_tokens=max_batched_tokens) for name in known_models()
     }
@@ -41,11 +67,30 @@ def calibration(max_batched_tokens: int = 12800) -> dict:
         }
         for m in models.values()
     ]
-    return {"rows": rows, "capacity": capacity}
+    light_decode = [
+        {
+            **decode_range(
+                m.model,
+                m.kv_capacity_blocks * m.block_size,
+                bandwidth_floor_ms(find_layout(m.model, m.device, m.tensor_parallel)),
+                _ms(m),
+            ),
+            "one_request_overhead_ms": m.overhead_time(1) * 1e3,
+        }
+        for m in models.values()
+    ]
+    return {"rows": rows, "capacity": capacity, "light_decode": light_decode}
 
 
 def within_bounds(row: dict) -> bool:
     return abs(row["rel_error"]) <= TOLERANCE[row["model"]]
+
+
+def passes(result: dict) -> bool:
+    """Every row within its bound and every Figure 4 ratio within its band."""
+    return all(map(within_bounds, result["rows"])) and all(
+        map(ratio_within_bound, result["light_decode"])
+    )
 
 
 def format_table(result: dict) -> str:
@@ -70,33 +115,115 @@ def format_table(result: dict) -> str:
             f"of {c['block_size']} = {c['kv_capacity_tokens']:,} tokens at "
             f"{c['max_batched_tokens']:,} batched tokens{paper}"
         )
+    lines.append("")
+    lines.append(
+        "Light-batch decode step (requests of ≤256 tokens; Llumnix Figure 4: up to 2.6× slower "
+        f"when batched, near ideal up to {NEAR_IDEAL_TOKENS:,} tokens)"
+    )
+    for d in result["light_decode"]:
+        target = d["target_ratio"]
+        verdict = ""
+        if target:
+            verdict = (
+                f" (target {target:g} ±{100 * DECODE_SLOWDOWN_BOUND:.0f}%"
+                f"{')' if ratio_within_bound(d) else ')  OUTSIDE'}"
+            )
+        lines.append(
+            f"{d['model']:<10} one request {d['one_request_ms']:.1f} ms (floor "
+            f"{d['bandwidth_floor_ms']:.1f} + {d['one_request_overhead_ms']:.2f}); "
+            f"{d['heaviest_requests']} requests / {d['heaviest_tokens']:,} tokens "
+            f"{d['heaviest_ms']:.1f} ms; ratio {d['ratio']:.2f}{verdict}; "
+            f"{NEAR_IDEAL_TOKENS:,} tokens {d['at_1600_tokens_ms']:.1f} ms "
+            f"({d['at_1600_tokens_ratio']:.2f}×)"
+        )
     return "\n".join(lines)
 
 
 def plot(result: dict, path: Path) -> None:
-    """One panel per (model, quantity): measured points, predicted line, over sequence length."""
+    """Two rows of panels, one per (model, quantity): measured points and predicted line over
+    sequence length; then LLaMA-7B's decode step against batch size and against total batched
+    tokens, with the 1,600-token point, Figure 4's 2.6× and the table's ~8k-token rows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     panels = list(dict.fromkeys((r["model"], r["quantity"]) for r in result["rows"]))
-    fig, axes = plt.subplots(2, len(panels) // 2, figsize=(10, 7), squeeze=False)
-    for ax, (model, quantity) in zip(axes.T.flat, panels):
-        rows = [r for r in result["rows"] if (r["model"], r["quantity"]) == (model, quantity)]
+    columns = len(panels) // 2
+    fig, axes = plt.subplots(3, columns, figsize=(5 * columns, 10.5), squeeze=False)
+    for ax, (name, quantity) in zip(axes[:2].T.flat, panels):
+        rows = [r for r in result["rows"] if (r["model"], r["quantity"]) == (name, quantity)]
         lengths = [r["seq_len"] for r in rows]
         ax.plot(lengths, [r["measured_ms"] for r in rows], "o", label="measured (A10)")
         ax.plot(lengths, [r["predicted_ms"] for r in rows], "-x", label="predicted")
         ax.set_xscale("log", base=2)
         if quantity == "prefill":
             ax.set_yscale("log")
-        ax.set_title(f"{model} {quantity} (±{100 * TOLERANCE[model]:.0f}%)")
+        ax.set_title(f"{name} {quantity} (±{100 * TOLERANCE[name]:.0f}%)")
         ax.set_xlabel("sequence length (tokens)")
         ax.set_ylabel("ms")
         ax.legend()
+    name = next(iter(DECODE_SLOWDOWN))
+    model = load_replica_model(name, max_batched_tokens=result["capacity"][0]["max_batched_tokens"])
+    decode = next(d for d in result["light_decode"] if d["model"] == name)
+    table = [r for r in result["rows"] if (r["model"], r["quantity"]) == (name, "decode")]
+    _plot_batch_sizes(axes[2, 0], model, decode, table)
+    _plot_tokens(axes[2, 1], model, decode, table)
+    for ax in axes[2, 2:]:
+        ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _plot_batch_sizes(ax, model: ReplicaModel, decode: dict, table: list[dict]) -> None:
+    """Decode step over batch size at a few contexts; dotted beyond the KV capacity."""
+    capacity = decode["heaviest_tokens"]
+    for context in PLOT_CONTEXTS:
+        sizes = list(PLOT_BATCH_SIZES)
+        times = [model.decode_time(b, context) * 1e3 for b in sizes]
+        fits = [b for b in sizes if b * context <= capacity]
+        (line,) = ax.plot(fits, times[: len(fits)], label=f"{context} tokens/request")
+        ax.plot(sizes[len(fits) - 1 :], times[len(fits) - 1 :], ":", color=line.get_color())
+    ax.plot(
+        [BATCH_TOKENS // r["seq_len"] for r in table],
+        [r["measured_ms"] for r in table],
+        "ko",
+        label="A10 table (~8k tokens)",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 2 * decode["heaviest_ms"])
+    ax.set_title(f"{decode['model']} decode step vs batch size (dotted: over KV capacity)")
+    ax.set_xlabel("requests in the batch")
+    ax.set_ylabel("ms")
+    ax.legend(fontsize="small")
+
+
+def _plot_tokens(ax, model: ReplicaModel, decode: dict, table: list[dict]) -> None:
+    """Decode step over total batched tokens (requests of ≤256 tokens, and one request)."""
+    tokens = list(range(256, decode["heaviest_tokens"] + 1, 64))
+    ax.plot(tokens, [model.batch_time(*decode_batch(t)) * 1e3 for t in tokens], label="requests of ≤256 tokens")
+    ax.plot(tokens, [model.decode_time(1, t) * 1e3 for t in tokens], "--", label="one request")
+    ax.plot([BATCH_TOKENS] * len(table), [r["measured_ms"] for r in table], "ko", label="A10 table (~8k tokens)")
+    one = decode["one_request_ms"]
+    ax.axvline(NEAR_IDEAL_TOKENS, color="grey", lw=0.8)
+    ax.annotate(
+        f"{NEAR_IDEAL_TOKENS:,} tokens: {decode['at_1600_tokens_ratio']:.2f}×",
+        (NEAR_IDEAL_TOKENS, decode["at_1600_tokens_ms"]),
+        xytext=(8, -30),
+        textcoords="offset points",
+        fontsize="small",
+    )
+    if target := decode["target_ratio"]:
+        ax.axhline(one * target, color="red", lw=0.8, ls="--", label=f"{target:g}× one request")
+    heaviest = f"heaviest: {decode['ratio']:.2f}×"
+    ax.plot([decode["heaviest_tokens"]], [decode["heaviest_ms"]], "r*", ms=10, label=heaviest)
+    ax.axhline(decode["bandwidth_floor_ms"], color="k", lw=0.8, ls=":", label="weights ÷ 600 GB/s")
+    ax.set_title(f"{decode['model']} decode step vs total batched tokens")
+    ax.set_xlabel("tokens in the batch (KV, all requests)")
+    ax.set_ylabel("ms")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,4 +234,4 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(result))
     if args.plot:
         plot(result, args.plot)
-    return 0 if all(within_bounds(row) for row in result["rows"]) else 1
+    return 0 if passes(result) else 1

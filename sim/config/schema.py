@@ -20,6 +20,25 @@ def _require(condition: bool, message: str) -> None:
 
 
 @dataclass
+class OverheadConfig:
+    """The serving engine's CPU work per iteration, added to every iteration's GPU time.
+
+    Defaults: vLLM's scheduling, input preparation, sampling, output processing and Ray
+    hand-off, measured by Vidur for LLaMA-2-7B on the A10's GA102 die (A40): the line through
+    https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv
+    (means, batch 8-48; ``sim/hardware/overheads.py``). The A10 calibration assumes them.
+    """
+
+    base: float = 1.6328e-3  # s per iteration
+    per_request: float = 1.86e-4  # s per request in the iteration's batch
+
+    def __post_init__(self) -> None:
+        for name in ("base", "per_request"):
+            value = getattr(self, name)
+            _require(value >= 0, f"{name}: must be >= 0 s, got {value}")
+
+
+@dataclass
 class ClusterConfig:
     """The instances: which model on which device, and the per-instance vLLM limits."""
 
@@ -33,9 +52,14 @@ class ClusterConfig:
     max_batched_tokens: int = 12800
     max_batch_size: int = 256
     watermark_fraction: float = 0.01
+    overhead: OverheadConfig = field(default_factory=OverheadConfig)
+    # × the GPU time of iterations without a prefill chunk (1.0: the A10 calibration, whose
+    # light-batch decode follows the Llumnix paper's Figure 4; see README "Replica model")
+    decode_scale: float = 1.0
 
     def __post_init__(self) -> None:
         _require(self.instances >= 1, f"instances: must be >= 1, got {self.instances}")
+        _require(self.decode_scale > 0, f"decode_scale: must be > 0, got {self.decode_scale}")
         _require(self.block_size >= 1, f"block_size: must be >= 1, got {self.block_size}")
         _require(
             0 < self.gpu_memory_utilization <= 1,

@@ -9,6 +9,20 @@ the batch holds ~8,192 tokens, i.e. 8192 // L requests of L tokens each.
 
 The migration rows (``live_migration_downtime``, ``blocking_copy_downtime``) are kept in the
 file for the migration model; they are not execution times and are not calibrated here.
+
+Below ~8k tokens the table says nothing, so two more facts pin the light-batch decode step:
+
+* the Llumnix paper (OSDI'24, §2, Figure 4: decode step latency of LLaMA-7B on an A10
+  against the total number of batched tokens,
+  https://www.usenix.org/conference/osdi24/presentation/sun-biao): the compute time of one
+  decode step degrades by up to 2.6× as requests are batched, and stays near its ideal up
+  to ~1,600 batched tokens (the load the paper keeps instances with high-priority requests
+  under). We read "up to" as: the heaviest batch the instance can hold (its KV capacity:
+  13,520 tokens here, 13,616 in the paper, §6.1) against one request, both in requests of
+  at most 256 tokens, Figure 10's shortest sequence (``decode_batch``);
+* the A10's bandwidth: a decode step streams every weight once, so it cannot be faster
+  than weight bytes / 600 GB/s (22.5 ms for LLaMA-7B's 13.5 GB) plus the engine's
+  overheads (``bandwidth_floor_ms``).
 """
 
 from __future__ import annotations
@@ -17,7 +31,10 @@ import csv
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from sim.hardware.catalog import MEASUREMENTS_CSV
+from vidur.config import CacheConfig
+
+from sim.hardware.catalog import MEASUREMENTS_CSV, Layout
+from sim.hardware.memory import ProfileRunMemoryPlanner
 
 BATCH_TOKENS = 8192
 EXECUTION_QUANTITIES = ("prefill", "decode")
@@ -25,6 +42,12 @@ EXECUTION_QUANTITIES = ("prefill", "decode")
 TOLERANCE = {"llama-7b": 0.10, "llama-30b": 0.15}
 # Paper §6.1: LLaMA-7B on one A10 holds 13,616 tokens = 851 blocks of 16 at utilisation 0.9.
 PAPER_KV_BLOCKS = {"llama-7b": 851}
+
+# Llumnix Figure 4 (LLaMA-7B on A10): the heaviest decode step over the one-request step.
+DECODE_SLOWDOWN = {"llama-7b": 2.6}
+DECODE_SLOWDOWN_BOUND = 0.10  # |ratio / 2.6 - 1|, the same bound as the 7B table rows
+NEAR_IDEAL_TOKENS = 1600  # the paper's high-priority load target
+REQUEST_TOKENS = 256  # per request in the light/heavy batches: Figure 10's shortest sequence
 
 Batch = tuple[Sequence[tuple[int, int]], int, int]  # (prefills, num_decodes, decode_kv_tokens)
 
@@ -80,3 +103,62 @@ def compare(
             }
         )
     return rows
+
+
+def decode_batch(total_tokens: int, request_tokens: int = REQUEST_TOKENS) -> Batch:
+    """A decode step over ``total_tokens`` batched tokens in requests of at most
+    ``request_tokens`` (the fewest requests that hold them)."""
+    return [], -(-total_tokens // request_tokens), total_tokens
+
+
+def light_decode() -> Batch:
+    """One request (context up to 256 tokens: all share Vidur's smallest KV lookup key)."""
+    return decode_batch(REQUEST_TOKENS)
+
+
+def default_kv_capacity_tokens(layout: Layout) -> int:
+    """KV capacity of the layout at the default settings (block 16, utilisation 0.9, 12,800
+    batched tokens), what ``load_replica_model`` sizes without overrides."""
+    planner = ProfileRunMemoryPlanner(layout.replica_config(), CacheConfig(block_size=16), 0.9, 12800)
+    return planner.get_num_blocks() * 16
+
+
+def bandwidth_floor_ms(layout: Layout) -> float:
+    """Streaming every weight of one GPU once at its datasheet bandwidth (ms): no decode step
+    of this layout can take less GPU time."""
+    replica = layout.replica_config()
+    planner = ProfileRunMemoryPlanner(replica, CacheConfig(), 1.0, 1)
+    bandwidth = replica.device_config.memory_bandwidth_gb_per_s * 1e9
+    return planner.weight_bytes_per_device() / bandwidth * 1e3
+
+
+def decode_range(
+    model: str,
+    kv_capacity_tokens: int,
+    floor_ms: float,
+    batch_time_ms: Callable[[Batch], float],
+) -> dict:
+    """The one-request decode step, the heaviest one the instance holds, their ratio (with
+    Figure 4's target where there is one) and the step at the 1,600-token load target."""
+    one_ms = batch_time_ms(light_decode())
+    _, requests, tokens = heavy = decode_batch(kv_capacity_tokens)
+    heavy_ms = batch_time_ms(heavy)
+    near_ideal_ms = batch_time_ms(decode_batch(NEAR_IDEAL_TOKENS))
+    return {
+        "model": model,
+        "one_request_ms": one_ms,
+        "heaviest_ms": heavy_ms,
+        "heaviest_requests": requests,
+        "heaviest_tokens": tokens,
+        "ratio": heavy_ms / one_ms,
+        "target_ratio": DECODE_SLOWDOWN.get(model),
+        "at_1600_tokens_ms": near_ideal_ms,
+        "at_1600_tokens_ratio": near_ideal_ms / one_ms,
+        "bandwidth_floor_ms": floor_ms,
+    }
+
+
+def ratio_within_bound(summary: dict) -> bool:
+    """True where Figure 4 gives no target, or the ratio is within ±10% of it."""
+    target = summary["target_ratio"]
+    return target is None or abs(summary["ratio"] / target - 1) <= DECODE_SLOWDOWN_BOUND

@@ -43,6 +43,10 @@ class ProfileRunMemoryPlanner(MemoryPlanner):
             // self._replica_config.tensor_parallel_size
         )
 
+    def weight_bytes_per_device(self) -> int:
+        """Every weight one GPU holds — and streams from memory once per decode step."""
+        return self._get_parameter_memory_per_device() + self.embedding_bytes_per_device()
+
     def activation_peak_bytes(self) -> int:
         """Live activations at the widest point of a forward pass of ``max_batched_tokens``.
 
@@ -62,11 +66,7 @@ class ProfileRunMemoryPlanner(MemoryPlanner):
 
     def get_num_blocks(self) -> int:
         usable = self._gpu_memory_utilization * self._device_config.visible_memory_bytes
-        peak = (
-            self._get_parameter_memory_per_device()
-            + self.embedding_bytes_per_device()
-            + self.activation_peak_bytes()
-        )
+        peak = self.weight_bytes_per_device() + self.activation_peak_bytes()
         block_bytes = self.kv_bytes_per_token_per_device() * self._cache_config.block_size
         blocks = int((usable - peak) // block_bytes)
         if blocks < 1:

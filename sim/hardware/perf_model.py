@@ -12,15 +12,22 @@ roofline model of each operator on the A10 (GA102: 72 SMs, 125 TFLOP/s FP16 tens
   bytes moved / (bandwidth × memory_efficiency).
 * Prefill attention: like a GEMM, with its own compute efficiency, causal FLOPs over the
   chunk and its context.
-* Decode attention: reads the whole KV cache of the batch; paged attention runs one thread
-  block per (sequence, head), so a batch of few sequences × heads per GPU cannot keep all
-  72 SMs pulling from memory. Bandwidth is scaled by a saturating occupancy of
-  (sequences × heads) / (SMs × blocks_per_sm_to_saturate); this is what makes the 8k-token,
-  one-sequence LLaMA-30B decode (13 heads per GPU) slower than the 4k one.
+* Decode attention: reads the whole KV cache of the batch, through vLLM's PagedAttention
+  kernel — a different kernel from the weight-streaming GEMMs, gathering 16-token blocks
+  through a block table, so it gets its own bandwidth efficiency. (Llumnix runs vLLM 0.1.x,
+  whose only decode kernel is PagedAttention V1: one thread block per sequence and head;
+  vLLM later added V2 because V1 is slow at small batches,
+  https://github.com/vllm-project/vllm/pull/1348.) A batch of few sequences × heads per GPU
+  cannot keep all 72 SMs pulling from memory: bandwidth is further scaled by a saturating
+  occupancy of (sequences × heads) / (SMs × blocks_per_sm_to_saturate); this is what makes
+  the 8k-token, one-sequence LLaMA-30B decode (13 heads per GPU) slower than the 4k one.
+  The A10 table's decode rows all hold ~8k tokens, so they cannot tell the weight stream
+  from the KV stream; the Llumnix paper's Figure 4 ratio can (``build_profiles``).
 * All-reduce (tensor parallelism over PCIe, ring): latency + 2(n−1)/n × bytes / bus bandwidth.
-* Per-iteration work outside the transformer blocks (embedding, LM head, sampling, the
-  serving framework's scheduling): base + per_request × requests. Vidur 0.0.26 has no term
-  for it, so it is stored beside the profiles and added by ``ReplicaModel``.
+* Per-iteration work of the serving engine on the CPU (scheduling, input preparation,
+  sampling, output processing): base + per_request × requests, from measurements of vLLM
+  (``overheads``). Vidur 0.0.26 has no term for it, so ``ReplicaModel`` adds it; here it is
+  only a fixed part of what the fit must reproduce.
 
 All times are in milliseconds, as in Vidur's profiles. numpy in, numpy out.
 """
@@ -93,13 +100,14 @@ class Constants:
 
     gemm_efficiency: float  # fraction of peak FLOP/s a projection GEMM reaches
     attention_efficiency: float  # fraction of peak FLOP/s prefill attention reaches
-    memory_efficiency: float  # fraction of peak bandwidth streaming kernels reach
+    memory_efficiency: float  # fraction of peak bandwidth streaming kernels (GEMMs) reach
+    decode_attention_efficiency: float  # fraction of peak bandwidth paged decode attention reaches
     blocks_per_sm_to_saturate: float  # decode-attention thread blocks per SM for full bandwidth
     kernel_overhead_us: float  # fixed cost of every kernel (launch, tail)
     all_reduce_latency_us: float
     all_reduce_bus_gb_per_s: float
-    overhead_base_ms: float  # per iteration, outside the transformer blocks
-    overhead_per_request_ms: float  # per request in the batch, outside the blocks
+    overhead_base_ms: float  # CPU work per iteration, outside the transformer blocks
+    overhead_per_request_ms: float  # CPU work per request in the batch
 
     @classmethod
     def names(cls) -> list[str]:
@@ -124,9 +132,11 @@ class PerfModel:
     def _kernel_ms(self):
         return self.constants.kernel_overhead_us * 1e-3
 
-    def _memory_ms(self, num_bytes, efficiency: float = 1.0):
-        bandwidth = self.device.memory_bandwidth * self.constants.memory_efficiency * efficiency
-        return num_bytes / bandwidth * 1e3
+    def _memory_ms(self, num_bytes, efficiency=None):
+        """Time to move ``num_bytes`` at ``efficiency`` × peak (default: the GEMMs' efficiency)."""
+        if efficiency is None:
+            efficiency = self.constants.memory_efficiency
+        return num_bytes / (self.device.memory_bandwidth * efficiency) * 1e3
 
     def _compute_ms(self, flops, efficiency: float):
         return flops / (self.device.peak_flops * efficiency) * 1e3
@@ -204,7 +214,8 @@ class PerfModel:
         moved = BYTES_PER_VALUE * s.head_dim * b * (
             2 * kv * s.kv_heads_per_worker + 2 * s.q_heads_per_worker
         )
-        return self._kernel_ms() + self._memory_ms(moved, self.decode_occupancy(b))
+        efficiency = self.constants.decode_attention_efficiency * self.decode_occupancy(b)
+        return self._kernel_ms() + self._memory_ms(moved, efficiency)
 
 
 def all_reduce_ms(size_bytes: ArrayLike, num_workers: int, constants: Constants) -> np.ndarray:

@@ -1,6 +1,8 @@
 """The replica model the simulator calls: iteration times and KV capacity of one instance.
 
-Iteration times are Vidur's random-forest predictor on our A10 profiles. Fitting it needs
+Iteration times are Vidur's random-forest predictor on our A10 profiles (the GPU time), plus
+the serving engine's CPU work per iteration (``overheads``), which a run's config can change
+along with a multiplier on the GPU time of decode-only iterations. Fitting it needs
 scikit-learn and takes seconds, so it happens once per content hash of (profiles, fitted
 constants, predictor settings, library versions): the cold start fits Vidur's predictor and
 saves its prediction tables as arrays; every later start loads the arrays and evaluates them
@@ -24,6 +26,7 @@ from typing import Sequence
 import numpy as np
 from vidur.config import CacheConfig
 
+from sim.hardware import overheads
 from sim.hardware import predictor_settings as settings
 from sim.hardware.catalog import FIT_JSON, Layout, find_layout
 from sim.hardware.memory import ProfileRunMemoryPlanner
@@ -112,11 +115,6 @@ def load_tables(layout: Layout, cache_dir: str | os.PathLike | None = None) -> d
         return {name: saved[name] for name in saved.files}
 
 
-def _fitted_overheads() -> tuple[float, float]:
-    constants = json.loads(FIT_JSON.read_text())["constants"]
-    return constants["overhead_base_ms"], constants["overhead_per_request_ms"]
-
-
 class ReplicaModel:
     """Iteration time and KV capacity of one instance (all its tensor-parallel GPUs)."""
 
@@ -128,6 +126,9 @@ class ReplicaModel:
         block_size: int,
         kv_capacity_blocks: int,
         kv_bytes_per_token: int,
+        overhead_base: float,
+        overhead_per_request: float,
+        decode_scale: float,
     ) -> None:
         replica = layout.replica_config()
         self.model = layout.model
@@ -142,7 +143,11 @@ class ReplicaModel:
         self._batching_overhead = settings.decode_batching_overhead(
             settings.predictor_config(layout, cache_dir=""), replica.model_config
         )
-        self._overhead_base_ms, self._overhead_per_request_ms = _fitted_overheads()
+        self.overhead_base = overhead_base  # s per iteration (engine CPU work)
+        self.overhead_per_request = overhead_per_request  # s per request in the batch
+        self.decode_scale = decode_scale  # × GPU time of iterations without a prefill chunk
+        self._overhead_base_ms = overhead_base * 1e3
+        self._overhead_per_request_ms = overhead_per_request * 1e3
         # Python lists: scalar indexing is several times faster than on numpy arrays.
         self._block_token_ms = tables["block_token_ms"].tolist()
         self._attn_decode_ms = tables["attn_decode_ms"].tolist()
@@ -165,6 +170,11 @@ class ReplicaModel:
         except KeyError:
             seconds = self._memo[key] = self._evaluate(key)
             return seconds
+
+    def overhead_time(self, num_requests: int) -> float:
+        """Seconds of engine CPU work in an iteration of ``num_requests`` requests: the part of
+        ``batch_time`` that ``overhead_base``/``overhead_per_request`` set, added exactly."""
+        return self.overhead_base + self.overhead_per_request * num_requests
 
     def prefill_time(self, tokens: int) -> float:
         """Seconds to prefill one fresh sequence of ``tokens`` tokens on an idle instance."""
@@ -213,6 +223,7 @@ class ReplicaModel:
             self._overhead_base_ms,
             self._overhead_per_request_ms,
             num_requests,
+            1.0 if chunks else self.decode_scale,
         )
 
 
@@ -231,12 +242,19 @@ def load_replica_model(
     max_batched_tokens: int = 12800,
     kv_capacity_blocks: int | None = None,
     cache_dir: str | None = None,
+    overhead_base: float = overheads.BASE_MS * 1e-3,
+    overhead_per_request: float = overheads.PER_REQUEST_MS * 1e-3,
+    decode_scale: float = 1.0,
 ) -> ReplicaModel:
     """A ready replica model; the first call per profile version fits Vidur's predictor.
 
     ``kv_capacity_blocks=None`` sizes the KV cache like vLLM (``memory``); a number
     overrides it. ``max_batched_tokens`` is the per-iteration token budget the activation
-    reserve is sized for.
+    reserve is sized for. ``overhead_base`` (s per iteration) and ``overhead_per_request``
+    (s per request in the batch) are the engine's CPU work, added to every iteration; the
+    defaults are vLLM's, measured (``overheads``), and the A10 calibration assumes them.
+    ``decode_scale`` multiplies the GPU time of iterations without a prefill chunk (1.0:
+    the A10 calibration). None of the three changes the prediction tables or their cache.
     """
     layout = find_layout(model, device, tensor_parallel)
     _check(
@@ -254,6 +272,9 @@ def load_replica_model(
         kv_capacity_blocks is None or kv_capacity_blocks >= 1,
         f"kv_capacity_blocks must be >= 1, got {kv_capacity_blocks}",
     )
+    for name, value in (("overhead_base", overhead_base), ("overhead_per_request", overhead_per_request)):
+        _check(value >= 0, f"{name} must be >= 0 s, got {value}")
+    _check(decode_scale > 0, f"decode_scale must be > 0, got {decode_scale}")
     return ReplicaModel(
         layout,
         load_tables(layout, cache_dir),
@@ -262,4 +283,7 @@ def load_replica_model(
             planner.get_num_blocks() if kv_capacity_blocks is None else kv_capacity_blocks
         ),
         kv_bytes_per_token=planner.kv_bytes_per_token_per_device() * layout.tensor_parallel,
+        overhead_base=overhead_base,
+        overhead_per_request=overhead_per_request,
+        decode_scale=decode_scale,
     )

@@ -98,10 +98,16 @@ def iteration_seconds(
     overhead_base_ms: float,
     overhead_per_request_ms: float,
     num_requests: int,
+    gpu_scale: float = 1.0,
 ) -> float:
-    """Vidur's model time (blocks × layers) plus our per-iteration overhead outside the blocks.
+    """Vidur's model time (blocks × layers, × ``gpu_scale``) plus the engine's CPU overhead.
 
-    Vidur 0.0.26's ExecutionTime counts transformer blocks only; embedding, LM head, sampling
-    and the serving framework's own step cost are the ``base + per_request × n`` term.
+    Vidur 0.0.26's ExecutionTime counts transformer blocks only; the serving engine's work
+    around each forward pass (scheduling, input preparation, sampling, output processing)
+    is the ``base + per_request × n`` term, which ``gpu_scale`` leaves alone.
     """
-    return (block_ms * num_layers + overhead_base_ms + overhead_per_request_ms * num_requests) * 1e-3
+    return (
+        block_ms * num_layers * gpu_scale
+        + overhead_base_ms
+        + overhead_per_request_ms * num_requests
+    ) * 1e-3
