@@ -32,6 +32,9 @@ def load_model(config: SimulationConfig) -> BatchTimer:
             gpu_memory_utilization=cluster.gpu_memory_utilization,
             max_batched_tokens=cluster.max_batched_tokens,
             kv_capacity_blocks=cluster.kv_capacity_blocks,
+            overhead_base=cluster.overhead.base,
+            overhead_per_request=cluster.overhead.per_request,
+            decode_scale=cluster.decode_scale,
         )
     except UnknownHardwareError as exc:
         raise ConfigError(f"cluster: {exc}") from None
