@@ -72,7 +72,9 @@ def make_config(**sections):
 
 def placed(config: SimulationConfig, targets) -> GlobalScheduler:
     """The configured global scheduler, except that the i-th request goes to ``targets[i]``."""
-    return GlobalScheduler(config.scheduler, dispatch_rule=FixedPlacement(targets))
+    return GlobalScheduler(
+        config.scheduler, config.workload.priority.tiers, dispatch_rule=FixedPlacement(targets)
+    )
 
 
 def make_transfer(stage_latency: float = 0.01, bandwidth: float = 2.5e9) -> TransferModel:

@@ -63,7 +63,13 @@ def test_a_scaled_out_instance_gets_dispatches_and_migrations_before_older_ones_
         make_config(
             cluster={"instances": 1},
             scheduler={"name": "llumnix"},
-            autoscale={"enabled": True, "sustain": 2.0, "max_instances": 3, "cold_start": 5.0},
+            autoscale={
+                "enabled": True,
+                "rule": "sustained-band",
+                "sustain": 2.0,
+                "max_instances": 3,
+                "cold_start": 5.0,
+            },
         ),
         LinearTimer(),
         make_workload(arrival, np.full(n, 300), np.full(n, 300)),
@@ -98,17 +104,17 @@ def _report(freeness_normal: float, instance_id: int = 0, running: int = 1) -> L
 def test_the_decision_waits_for_the_sustain_period_and_restarts_after_acting():
     scaler = SustainedBand(AutoscaleConfig(enabled=True, low=10, high=60, sustain=5.0, max_instances=4))
     low = {0: _report(2.0), 1: _report(4.0, 1)}
-    assert scaler.decide(0.0, low, 0) is None
-    assert scaler.decide(4.9, low, 0) is None
-    assert scaler.decide(5.0, low, 0) == ScalingDecision(SCALE_OUT, count=1)
-    assert scaler.decide(6.0, low, 0) is None  # the timer restarted after acting
+    assert scaler.decide(0.0, low, 2, 0) is None
+    assert scaler.decide(4.9, low, 2, 0) is None
+    assert scaler.decide(5.0, low, 2, 0) == ScalingDecision(SCALE_OUT, count=1)
+    assert scaler.decide(6.0, low, 2, 0) is None  # the timer restarted after acting
     middle = {0: _report(30.0)}
-    assert scaler.decide(12.0, middle, 0) is None
+    assert scaler.decide(12.0, middle, 1, 0) is None
     # instance 1 runs fewer requests: it is the one drained
     high = {0: _report(100.0, 0, running=3), 1: _report(100.0, 1, running=2)}
-    assert scaler.decide(20.0, high, 0) is None
-    assert scaler.decide(24.0, high, 1) is None  # no scale-in while an instance is starting
-    assert scaler.decide(25.0, high, 0) == ScalingDecision(SCALE_IN, instance=1)
+    assert scaler.decide(20.0, high, 2, 0) is None
+    assert scaler.decide(24.0, high, 2, 1) is None  # no scale-in while an instance is starting
+    assert scaler.decide(25.0, high, 2, 0) == ScalingDecision(SCALE_IN, instance=1)
 
 
 def _steady_run(sustain: float) -> list:
@@ -119,7 +125,7 @@ def _steady_run(sustain: float) -> list:
         make_config(
             cluster={"instances": 4},
             scheduler={"name": "llumnix"},
-            autoscale={"enabled": True, "sustain": sustain},
+            autoscale={"enabled": True, "rule": "sustained-band", "sustain": sustain},
             time_limit=400.0,
         ),
         LinearTimer(),
@@ -141,5 +147,5 @@ def test_queue_aware_signal_scales_out_for_a_queue_that_f_normal_cannot_see():
     report = LoadReport(0, 0.0, 851, 300, 0, 4, 20, 700, 200)
     blind = SustainedBand(AutoscaleConfig(enabled=True, sustain=0.0))
     aware = SustainedBand(AutoscaleConfig(enabled=True, sustain=0.0, queue_aware=True))
-    assert blind.decide(0.0, {0: report}, 0) is None  # F_normal 137.75: "too free" (and at the minimum)
-    assert aware.decide(0.0, {0: report}, 0) == ScalingDecision(SCALE_OUT)
+    assert blind.decide(0.0, {0: report}, 1, 0) is None  # F_normal 137.75: "too free" (and at the minimum)
+    assert aware.decide(0.0, {0: report}, 1, 0) == ScalingDecision(SCALE_OUT)

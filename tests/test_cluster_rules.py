@@ -37,8 +37,8 @@ def test_a_toy_dispatch_rule_is_one_class_and_one_registration():
 
 
 def test_parts_override_the_preset_and_unknown_names_are_config_errors():
-    scheduler = GlobalScheduler(SchedulerConfig(name="llumnix", pairing="none"))
-    assert not scheduler.migrates and scheduler.uses_tiers
+    scheduler = GlobalScheduler(SchedulerConfig(name="llumnix-prose", pairing="none"), tiers=2)
+    assert not scheduler.migrates and scheduler.local_tiers
     assert GlobalScheduler(SchedulerConfig(name="llumnix")).migrates
     with pytest.raises(ConfigError, match=r"scheduler\.dispatch: unknown dispatch rule 'nope'.*freeness"):
         GlobalScheduler(SchedulerConfig(name="llumnix", dispatch="nope"))

@@ -73,7 +73,9 @@ def test_admission_respects_watermark_token_budget_and_batch_cap():
     # the batch cap (3 running) now keeps the queue waiting: the next iteration decodes
     batch = llumlet.next_batch()
     assert not batch.is_prefill and batch.num_decodes == 3
-    assert llumlet.head_demand == 2 and llumlet.waiting_demand == 4
+    report = llumlet.report()
+    assert report.head_demand_blocks == 2 and report.waiting_demand_blocks == 4
+    assert report.waiting_tokens == 64 and report.num_waiting == 2
 
     llumlet, _ = make_llumlet(capacity=10, watermark_blocks=2)
     big = Request(0, 0.0, prompt_tokens=16 * 9, output_tokens=3)  # 9 blocks > 10 - 2 watermark
@@ -134,3 +136,18 @@ def test_a_sequence_longer_than_the_model_supports_is_aborted_not_run():
     # stopped when it needed a 7th block: 96 tokens is the most that fits whole blocks of 16
     assert grows_too_long.prompt_tokens + grows_too_long.generated == 97
     assert llumlet.ledger.allocated == 0
+
+
+def test_the_preemption_victim_is_the_latest_arrival_not_the_latest_admission():
+    """vLLM keeps its running list in arrival order and preempts from the back: an older
+    request admitted later (here queued after a newer one, as a migrated or re-dispatched
+    request can be) is protected, and the newer arrival gives way."""
+    llumlet, done = make_llumlet(capacity=12)
+    newer = Request(0, 5.0, prompt_tokens=32, output_tokens=80)
+    older = Request(1, 1.0, prompt_tokens=32, output_tokens=80)
+    llumlet.enqueue(newer)
+    step(llumlet)  # the newer request is admitted first
+    llumlet.enqueue(older)
+    while not (newer.done and older.done):
+        assert step(llumlet) is not None
+    assert older.preemptions == 0 and newer.preemptions >= 1

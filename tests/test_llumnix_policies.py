@@ -40,11 +40,11 @@ def test_queued_long_input_is_admitted_sooner_under_llumnix_than_infaas():
     assert llumnix_delay < infaas_delay
 
 
-def test_llumnix_moves_normal_requests_away_from_a_high_priority_request():
+def test_prose_llumnix_moves_normal_requests_away_from_a_high_priority_request():
     """A tier-0 request shares an instance with eleven tier-1 requests. Its tier's
-    headroom makes the instance a migration source under ``llumnix``, which moves tier-1
-    requests away (never the tier-0 one), so its decode steps run in a smaller batch than
-    under ``llumnix-base``."""
+    headroom makes the instance a migration source under ``llumnix-prose``, which moves
+    tier-1 requests away (never the tier-0 one), so its decode steps run in a smaller batch
+    than under ``llumnix-prose-base``."""
     capacity = 200
     n = 12
     arrival = [0.001 * i for i in range(n)]
@@ -68,8 +68,8 @@ def test_llumnix_moves_normal_requests_away_from_a_high_priority_request():
         )
         return simulation.run()
 
-    tiered = run("llumnix")
-    base = run("llumnix-base")
+    tiered = run("llumnix-prose")
+    base = run("llumnix-prose-base")
     critical, critical_base = tiered.requests[0], base.requests[0]
     assert critical.migrations == 0  # lower priority goes first
     moved = [m for m in tiered.migrations if m.outcome == "committed"]
@@ -77,6 +77,50 @@ def test_llumnix_moves_normal_requests_away_from_a_high_priority_request():
     # without headroom the instance only becomes a source once its requests have grown
     first_move = min(m.start for m in moved)
     assert base.migrations and min(m.start for m in base.migrations) > first_move + 0.5
+
+    def decode_latency(request):
+        return (request.finish_time - request.first_token_time) / (request.output_tokens - 1)
+
+    assert decode_latency(critical) < decode_latency(critical_base)
+
+
+def test_artifact_llumnix_sheds_normal_requests_from_an_instance_holding_a_high_priority_one():
+    """The artifact's mechanism (``vllm/instance_info.py``, ``priority_reserved_blocks``):
+    an instance holding a high-priority request is charged M − 1600 // 16 blocks, so with
+    more than ~1,600 tokens it is a migration source and LCFS moves its latest normal
+    requests to the other instance; without priorities (``llumnix-base``) it keeps them and
+    the high-priority request decodes in a bigger batch."""
+    capacity = 200
+    n = 12
+    arrival = [0.001 * i for i in range(n)]
+    prompts = [160] * n
+    outputs = [400] * n
+    tiers = [0] + [1] * (n - 1)
+    placement = [0] * (n - 1) + [1]  # everything but the last normal request on instance 0
+
+    def run(scheduler: str):
+        config = make_config(
+            cluster={"instances": 2, "kv_capacity_blocks": capacity},
+            workload={"priority": {"tiers": 2}},
+            scheduler={"name": scheduler},
+        )
+        return Simulation(
+            config,
+            LinearTimer(capacity_blocks=capacity),
+            make_workload(arrival, prompts, outputs, tiers),
+            transfer=make_transfer(),
+            scheduler=placed(config, placement),
+            check_every_step=True,
+        ).run()
+
+    tiered, base = run("llumnix"), run("llumnix-base")
+    critical, critical_base = tiered.requests[0], base.requests[0]
+    moved = [m for m in tiered.migrations if m.outcome == "committed"]
+    assert moved and all(tiered.requests[m.request_id].tier == 1 for m in moved)
+    assert critical.migrations == 0
+    # without the reservation the instance only becomes a source once its requests grew
+    # (11 requests of 11 blocks: freeness 7 > 3)
+    assert not base.migrations or min(m.start for m in base.migrations) > min(m.start for m in moved) + 1.0
 
     def decode_latency(request):
         return (request.finish_time - request.first_token_time) / (request.output_tokens - 1)

@@ -11,7 +11,6 @@ from sim.instance.load import (
     dispatch_freeness,
     freeness_full,
     freeness_normal,
-    memory_load,
     queue_aware_freeness,
 )
 from sim.instance.virtual_usage import headroom_usage, tier_headroom_blocks
@@ -77,12 +76,6 @@ def test_dispatch_freeness_counts_demand_dispatched_since_the_report():
     loaded = report(used=300, running=4)
     assert dispatch_freeness(loaded, 0) == freeness_full(loaded)
     assert dispatch_freeness(loaded, 40) == (M - 300) / 4 - 40 / 4
-
-
-def test_memory_load_counts_every_queued_request_and_pending_dispatches():
-    queued = report(used=300, running=4, waiting=3, waiting_demand=200, head=90)
-    assert memory_load(queued) == (300 + 200) / M
-    assert memory_load(queued, 51) == pytest.approx((300 + 200 + 51) / M)
 
 
 def test_queue_aware_freeness_counts_every_queued_request_and_its_demand():

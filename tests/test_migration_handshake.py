@@ -102,9 +102,11 @@ def test_last_stage_refused_resumes_the_request_at_the_source():
     destination = simulation.llumlet(1)
     simulation.run_until(1.0)
     request = simulation.request(0)
-    # another reservation leaves the destination room for stage 0 (completed blocks) only
+    # another reservation leaves the destination room for stage 0 (completed blocks) only,
+    # above the watermark a destination keeps free
     other = ("someone else",)
-    destination.ledger.reserve(other, destination.ledger.free - (request.blocks - 1))
+    room = request.blocks - 1 + destination.limits.watermark_blocks
+    destination.ledger.reserve(other, destination.ledger.free - room)
     record = simulation.migrate(0, 0, 1)
     simulation.at(6.0, lambda: destination.ledger.cancel(other))
     result = simulation.run()

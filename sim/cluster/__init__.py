@@ -9,15 +9,17 @@ from sim.cluster.dispatch import (
     FixedPlacement,
     FrontendFallback,
 )
-from sim.cluster.global_scheduler import PRESETS, GlobalScheduler
+from sim.cluster.global_scheduler import PRESETS, GlobalScheduler, resolve
 from sim.cluster.ordering import ARRIVAL_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
+from sim.cluster.priority import PRIORITY_MODES, PriorityMode
 from sim.cluster.scaling import SCALING_RULES, ScalingDecision, ScalingRule
 
 __all__ = [
     "ARRIVAL_ORDERINGS",
     "DISPATCH_RULES",
     "PAIRING_RULES",
+    "PRIORITY_MODES",
     "PRESETS",
     "SCALING_RULES",
     "DispatchInfo",
@@ -26,6 +28,8 @@ __all__ = [
     "FrontendFallback",
     "GlobalScheduler",
     "PairingRule",
+    "PriorityMode",
     "ScalingDecision",
     "ScalingRule",
+    "resolve",
 ]

@@ -1,8 +1,15 @@
 """Dispatch rules: which instance a new request goes to, from load reports only.
 
-A rule sees the ``ClusterView`` and, of the request, only its tier and block demand. Rules
-that rank instances by a load signal keep the signal of each instance current (recomputed
-when reports arrive and after each dispatch to it), so choosing is one ``min``/``max``.
+A rule sees the ``ClusterView`` and, of the request, only its tier and block demand; the
+priority mode (``sim.cluster.priority``) says what an instance's priority reservation is
+for that tier. Rules that rank instances by a load keep each instance's load current
+(recomputed when its report arrives and after each dispatch to it), so choosing is one
+``min`` — unless the reservation depends on the request's tier, when loads are computed per
+dispatch.
+
+The artifact's rules (``load``, ``block``; ``vllm/core/request_scheduler.py``) dispatch
+round-robin until every instance has reported once, pick the lowest load, and break ties
+towards the highest instance id (its ascending list is a reversed stable descending sort).
 """
 
 from __future__ import annotations
@@ -14,10 +21,15 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from sim.config.registry import Registry
+from sim.cluster.priority import PriorityMode
 from sim.cluster.view import ClusterView
 from sim.config import SchedulerConfig
-from sim.instance.load import LoadReport, dispatch_freeness, memory_load
+from sim.config.registry import Registry
+from sim.instance.load import LoadReport, artifact_dispatch_load, block_load, dispatch_freeness
+
+# dispatch_load: a high-priority request keeps the normal choice unless some instance's
+# priority load is below this (``minn_load = 10000``)
+ARTIFACT_PRIORITY_LOAD_CEILING = 10000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +43,16 @@ class DispatchInfo:
 class DispatchRule(ABC):
     """Chooses a dispatch target; the hooks let a rule keep per-instance state current."""
 
-    def __init__(self, config: SchedulerConfig) -> None:
+    def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config
+        self.priority = priority or PriorityMode(config, tiers=1)
 
     @abstractmethod
     def choose(self, view: ClusterView, request: DispatchInfo) -> int:
         """The target among ``view.instances`` (there is at least one)."""
+
+    def added(self, view: ClusterView, instance_id: int) -> None:
+        """``instance_id`` accepts dispatches now (it may not have reported yet)."""
 
     def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
         """Reports arrived (``view`` already holds them)."""
@@ -53,10 +69,11 @@ DISPATCH_RULES: Registry[type[DispatchRule]] = Registry("dispatch", "scheduler.d
 
 @DISPATCH_RULES.register("round-robin")
 class RoundRobin(DispatchRule):
-    """Cycle through the instances regardless of load (DeepSpeed-MII style baseline)."""
+    """Cycle through the instances regardless of load (the artifact's ``balanced``, DeepSpeed-
+    MII style): with every request a new session it is plain round-robin."""
 
-    def __init__(self, config: SchedulerConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
+        super().__init__(config, priority)
         self._next = 0
 
     def choose(self, view: ClusterView, request: DispatchInfo) -> int:
@@ -65,56 +82,126 @@ class RoundRobin(DispatchRule):
         return target
 
 
-class _RankedByLoad(DispatchRule):
-    """Keeps ``load(view, i)`` of every dispatchable instance; lowest load wins."""
+class _Ranked(DispatchRule):
+    """Chooses the instance with the lowest ``load``; on ties the lowest id, or the highest
+    with ``prefer_highest_id``."""
 
-    def __init__(self, config: SchedulerConfig) -> None:
-        super().__init__(config)
-        self.loads: dict[int, float] = {}
+    prefer_highest_id = False
+
+    def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
+        super().__init__(config, priority)
+        self.loads: dict[int, float] = {}  # tier-independent loads, kept current
+
+    @property
+    def tier_dependent(self) -> bool:
+        """Whether the load depends on the request's tier (then it is not cached)."""
+        return self.priority.tier_dependent
 
     @abstractmethod
-    def load(self, view: ClusterView, instance_id: int) -> float:
-        """The instance's load as this rule ranks it (lower is chosen first)."""
+    def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
+        """The instance's load for a request of ``tier`` (lower is chosen first)."""
 
     def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
         pending = view.pending
         for instance_id in reports:
             if instance_id in pending:
-                self.loads[instance_id] = self.load(view, instance_id)
+                self.loads[instance_id] = self.load(view, instance_id, 0)
 
     def dispatched(self, view: ClusterView, target: int) -> None:
-        self.loads[target] = self.load(view, target)
+        self.loads[target] = self.load(view, target, 0)
 
     def removed(self, instance_id: int) -> None:
         self.loads.pop(instance_id, None)
 
     def choose(self, view: ClusterView, request: DispatchInfo) -> int:
-        return min(view.instances, key=self.loads.__getitem__)
+        instances = reversed(view.instances) if self.prefer_highest_id else view.instances
+        if not self.tier_dependent:
+            return min(instances, key=self.loads.__getitem__)
+        return min(instances, key=lambda i: self.tiered_key(view, i, request.tier))
+
+    def tiered_key(self, view: ClusterView, instance_id: int, tier: int) -> tuple:
+        return (self.load(view, instance_id, tier),)
 
 
-@DISPATCH_RULES.register("memory-load")
-class LowestMemoryLoad(_RankedByLoad):
-    """The lowest memory load — used blocks plus queued demand over capacity (the artifact's
-    ``block`` strategy); llumsim's INFaaS++ before the paper-fidelity work."""
+class _RoundRobinUntilReported(_Ranked):
+    """The artifact's rules: round-robin until every instance has reported once."""
 
-    def load(self, view: ClusterView, instance_id: int) -> float:
+    prefer_highest_id = True
+
+    def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
+        super().__init__(config, priority)
+        self._pointer = 0
+        self._unreported: set[int] = set()
+
+    def added(self, view: ClusterView, instance_id: int) -> None:
+        if instance_id not in view.reports:
+            self._unreported.add(instance_id)
+
+    def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
+        self._unreported.difference_update(reports)
+        super().observed(view, reports)
+
+    def removed(self, instance_id: int) -> None:
+        self._unreported.discard(instance_id)
+        super().removed(instance_id)
+
+    def choose(self, view: ClusterView, request: DispatchInfo) -> int:
+        if self._unreported:
+            target = view.instances[self._pointer % len(view.instances)]
+            self._pointer += 1
+            return target
+        return super().choose(view, request)
+
+
+@DISPATCH_RULES.register("load")
+class ArtifactLoad(_RoundRobinUntilReported):
+    """The artifact's ``load`` dispatch (``request_scheduler.py::dispatch_load``): the lowest
+    dispatch load, −(free − watermark − queued blocks − reservation) / (running + queued).
+    A request of a prioritised tier takes, in the order of the normal load, the instance
+    with the lowest load for its tier (the ``priority`` strategy for K = 2)."""
+
+    def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
+        report = view.reports.get(instance_id)
+        if report is None:
+            return -math.inf  # a never-reported instance: the artifact's dummy info
+        reservation = self.priority.dispatch_reservation(report, tier)
+        return artifact_dispatch_load(report, reservation, view.pending.get(instance_id, 0))
+
+    def tiered_key(self, view: ClusterView, instance_id: int, tier: int) -> tuple:
+        normal = self.load(view, instance_id, self.priority.tiers - 1)
+        if tier == self.priority.tiers - 1:
+            return (normal,)
+        own = min(self.load(view, instance_id, tier), ARTIFACT_PRIORITY_LOAD_CEILING)
+        return (own, normal)
+
+
+@DISPATCH_RULES.register("block")
+class ArtifactBlock(_RoundRobinUntilReported):
+    """The artifact's ``block`` dispatch: the lowest memory load, (used + queued blocks) /
+    capacity; it knows no priorities."""
+
+    tier_dependent = False
+
+    def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
         report = view.reports.get(instance_id)
         pending = view.pending.get(instance_id, 0)
         if report is None:
             return float(pending)
-        return memory_load(report, pending)
+        return block_load(report, pending)
 
 
 @DISPATCH_RULES.register("freeness")
-class HighestFreeness(_RankedByLoad):
-    """The highest F_full (Llumnix §4.4.1), less the demand dispatched since the report."""
+class HighestFreeness(_Ranked):
+    """The paper's prose (§4.4.1): the highest F_full — virtual usage with the head-of-line
+    demand and the priority reservation — less the demand dispatched since the report."""
 
-    def load(self, view: ClusterView, instance_id: int) -> float:
+    def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
         report = view.reports.get(instance_id)
         if report is None:
             return -math.inf  # not reported yet: the freest possible
+        reservation = self.priority.dispatch_reservation(report, tier)
         # ranked by −F: the lowest is the freest, the first instance on ties as ``max`` gives
-        return -dispatch_freeness(report, view.pending.get(instance_id, 0))
+        return -dispatch_freeness(report, view.pending.get(instance_id, 0), reservation)
 
 
 class FixedPlacement(DispatchRule):

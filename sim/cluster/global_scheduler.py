@@ -1,9 +1,17 @@
-"""The global scheduler: a dispatch rule, a pairing rule and an arrival ordering, composed.
+"""The global scheduler: a dispatch rule, a pairing rule, an arrival ordering and a priority
+mode, composed.
 
 As in Llumnix's own global scheduler (dispatch, migration and scaling schedulers, each a
-named policy), every part is chosen by config: ``scheduler.name`` picks a preset bundle and
-``scheduler.dispatch`` / ``pairing`` / ``ordering`` override its parts. It sees load reports
-only; its answers are dispatch targets and (source, destination) pairs.
+named policy), every part is chosen by config: ``scheduler.name`` picks a preset and the
+other ``scheduler.*`` keys override its parts. It sees load reports only; its answers are
+dispatch targets and (source, destination) pairs.
+
+Presets. The first four are the Llumnix artifact's baselines as its code ran them
+(``vllm/core/request_scheduler.py``, ``vllm/instance_info.py``; README "Schedulers"):
+per-step load reports, no dispatched-load accounting, the ``load`` dispatch, pairing by
+``need_migrate_prefill_v2``, LCFS candidates, priorities as a load target. The ``-prose``
+presets are the paper's text (Algorithm 1, §4.4): F_full dispatch, persistent threshold
+pairs, the shortest lowest-priority candidate, K-tier headroom, 50 ms reports.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence
 from sim.cluster.dispatch import DISPATCH_RULES, DispatchInfo, DispatchRule
 from sim.cluster.ordering import ARRIVAL_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
+from sim.cluster.priority import PRIORITY_MODES, PriorityMode
 from sim.cluster.view import ClusterView
 from sim.config import ConfigError, SchedulerConfig
 from sim.instance.load import LoadReport
@@ -25,39 +34,80 @@ class Preset(NamedTuple):
     dispatch: str
     pairing: str  # NO_PAIRING: the scheduler never migrates
     ordering: str
-    uses_tiers: bool  # instances honour tiers (headroom, queue priority, preemption order)
+    priority: str  # priority mode
+    reports: str  # per-step or periodic
+    count_dispatched_load: bool
+    load_control: bool
+    candidate: str  # migration candidate rule (sim.instance.candidates)
 
+
+_ARTIFACT = dict(ordering="arrival", reports="per-step", count_dispatched_load=False, candidate="lcfs")
+_PROSE = dict(
+    ordering="tier-first",
+    reports="periodic",
+    count_dispatched_load=True,
+    load_control=True,
+    candidate="lowest-tier-shortest",
+)
 
 PRESETS: dict[str, Preset] = {
-    "round-robin": Preset("round-robin", NO_PAIRING, "tier-first", uses_tiers=False),
-    "infaas++": Preset("memory-load", NO_PAIRING, "tier-first", uses_tiers=False),
-    "llumnix-base": Preset("freeness", "freeness-threshold", "tier-first", uses_tiers=False),
-    "llumnix": Preset("freeness", "freeness-threshold", "tier-first", uses_tiers=True),
+    "round-robin": Preset("round-robin", NO_PAIRING, priority="none", load_control=False, **_ARTIFACT),
+    "infaas++": Preset("load", NO_PAIRING, priority="none", load_control=True, **_ARTIFACT),
+    "llumnix": Preset("load", "artifact", priority="load-target", load_control=True, **_ARTIFACT),
+    "llumnix-base": Preset("load", "artifact", priority="none", load_control=True, **_ARTIFACT),
+    "llumnix-prose": Preset("freeness", "freeness-threshold", priority="headroom", **_PROSE),
+    "llumnix-prose-base": Preset("freeness", "freeness-threshold", priority="none", **_PROSE),
 }
+
+
+def resolve(config: SchedulerConfig) -> Preset:
+    """The preset named by ``scheduler.name`` with every explicitly set part in its place."""
+    preset = PRESETS.get(config.name)
+    if preset is None:
+        known = ", ".join(sorted(PRESETS))
+        raise ConfigError(f"scheduler.name: unknown scheduler {config.name!r} (known: {known})")
+    chosen = {
+        "dispatch": config.dispatch,
+        "pairing": config.pairing,
+        "ordering": config.ordering,
+        "priority": config.priority.mode,
+        "reports": config.reports,
+        "count_dispatched_load": config.count_dispatched_load,
+        "load_control": config.load_control,
+    }
+    return preset._replace(**{key: value for key, value in chosen.items() if value is not None})
 
 
 class GlobalScheduler:
     """Instance-level load in, decisions out."""
 
-    def __init__(self, config: SchedulerConfig, dispatch_rule: Optional[DispatchRule] = None) -> None:
-        preset = PRESETS.get(config.name)
-        if preset is None:
-            known = ", ".join(sorted(PRESETS))
-            raise ConfigError(f"scheduler.name: unknown scheduler {config.name!r} (known: {known})")
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        tiers: int = 1,
+        dispatch_rule: Optional[DispatchRule] = None,
+    ) -> None:
         self.config = config
+        self.settings = settings = resolve(config)
         self.name = config.name
-        self.uses_tiers = preset.uses_tiers
+        self.priority: PriorityMode = PRIORITY_MODES.get(settings.priority)(config, tiers)
+        self.local_tiers = (config.priority.local or self.priority.local_order) == "tier"
         self.view = ClusterView()
-        self.dispatch_rule = dispatch_rule or DISPATCH_RULES.get(config.dispatch or preset.dispatch)(config)
-        pairing = config.pairing or preset.pairing
+        self.dispatch_rule = dispatch_rule or DISPATCH_RULES.get(settings.dispatch)(config, self.priority)
         self.pairing_rule: Optional[PairingRule] = (
-            None if pairing == NO_PAIRING else PAIRING_RULES.get(pairing)(config)
+            None
+            if settings.pairing == NO_PAIRING
+            else PAIRING_RULES.get(settings.pairing)(config, self.priority, settings.load_control)
         )
-        self._ordering = ARRIVAL_ORDERINGS.get(config.ordering or preset.ordering)
+        self._ordering = ARRIVAL_ORDERINGS.get(settings.ordering)
 
     @property
     def migrates(self) -> bool:
         return self.pairing_rule is not None
+
+    @property
+    def reports_per_step(self) -> bool:
+        return self.settings.reports == "per-step"
 
     @property
     def instances(self) -> Sequence[int]:
@@ -65,9 +115,12 @@ class GlobalScheduler:
         return self.view.instances
 
     # ------------------------------------------------------------------ instance set
-    def add_instance(self, instance_id: int, report: LoadReport) -> None:
+    def add_instance(self, instance_id: int, report: Optional[LoadReport]) -> None:
+        """The instance accepts dispatches; ``report`` is its first load report, if any."""
         self.view.add(instance_id)
-        self.observe({instance_id: report})
+        self.dispatch_rule.added(self.view, instance_id)
+        if report is not None:
+            self.observe({instance_id: report})
 
     def remove_instance(self, instance_id: int) -> None:
         """No more dispatches to it (draining, failed or removed). Its pairs end at the next
@@ -77,14 +130,14 @@ class GlobalScheduler:
 
     # ------------------------------------------------------------------ decisions
     def observe(self, reports: Mapping[int, LoadReport]) -> None:
-        """A round of load reports arrived."""
+        """Load reports arrived."""
         self.view.observe(reports)
         self.dispatch_rule.observed(self.view, reports)
 
     def dispatch(self, request: DispatchInfo) -> int:
         """The instance for a new request (there is at least one dispatchable instance)."""
         target = self.dispatch_rule.choose(self.view, request)
-        if self.config.count_dispatched_load:
+        if self.settings.count_dispatched_load:
             self.view.note_dispatch(target, request.demand_blocks)
         self.dispatch_rule.dispatched(self.view, target)
         return target
@@ -98,6 +151,10 @@ class GlobalScheduler:
 
     def should_migrate(self, source: LoadReport, destination: LoadReport) -> bool:
         return self.pairing_rule is not None and self.pairing_rule.should_start(source, destination)
+
+    @property
+    def continues_after_commit(self) -> bool:
+        return self.pairing_rule is not None and self.pairing_rule.continues_after_commit
 
     # ------------------------------------------------------------------ outages
     def suspend(self) -> None:

@@ -1,7 +1,17 @@
 """Migration pairing rules: which overloaded instance sends to which free one.
 
 A rule only pairs instances (from load reports); which request moves is the source
-llumlet's choice (``sim.instance.candidates``).
+llumlet's choice (``sim.instance.candidates``). Two rules:
+
+* ``artifact`` (``vllm/core/request_scheduler.py::need_migrate_prefill_v2``, the only one
+  the paper's runs executed): at every pairing round, sources are instances with a
+  preempted request waiting or a migration load above −X (freeness below X), most loaded
+  first; destinations have no preempted request and a load below −X, least loaded first;
+  the i-th source is paired with the i-th destination for one migration. Nothing persists
+  between rounds.
+* ``freeness-threshold`` (the paper's prose, §4.4.3): F_full below ``source_below`` pairs
+  with F_full above ``destination_above``, lowest with highest; a pair lasts until either
+  side is back within the thresholds, and a source keeps migrating one request at a time.
 """
 
 from __future__ import annotations
@@ -9,43 +19,72 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Mapping
 
-from sim.config.registry import Registry
+from sim.cluster.priority import PriorityMode
 from sim.cluster.view import ClusterView
 from sim.config import SchedulerConfig
-from sim.instance.load import LoadReport, freeness_full
+from sim.config.registry import Registry
+from sim.instance.load import LoadReport, artifact_migration_load, freeness_full
 
 
 class PairingRule(ABC):
     """Keeps the current pairs (source -> destination); an instance is in at most one."""
 
-    def __init__(self, config: SchedulerConfig) -> None:
+    continues_after_commit = False  # a source starts its next migration when one commits
+
+    def __init__(self, config: SchedulerConfig, priority: PriorityMode, load_control: bool) -> None:
         self.config = config
+        self.priority = priority
+        self.load_control = load_control
         self.pairs: dict[int, int] = {}
 
     @abstractmethod
     def pair(self, view: ClusterView) -> Mapping[int, int]:
         """A pairing round: update and return the pairs."""
 
-    @abstractmethod
     def should_start(self, source: LoadReport, destination: LoadReport) -> bool:
-        """Whether a paired source starts a migration now (at a pairing round, and again
-        after each commit while the pair lasts)."""
+        """Whether a paired source starts a migration now: neither side may be migrating
+        (the manager's ``is_engine_migrating`` check)."""
+        return not source.migrating and not destination.migrating
 
 
 PAIRING_RULES: Registry[type[PairingRule]] = Registry("pairing", "scheduler.pairing")
 
 
+@PAIRING_RULES.register("artifact")
+class ArtifactPairing(PairingRule):
+    def migration_load(self, report: LoadReport) -> float:
+        reservation = self.priority.migration_reservation(report)
+        return artifact_migration_load(report, self.load_control, reservation)
+
+    def pair(self, view: ClusterView) -> Mapping[int, int]:
+        out_threshold = -self.config.source_below
+        in_threshold = -self.config.destination_above
+        loads = {i: self.migration_load(view.reports[i]) for i in sorted(view.reports)}
+        # the artifact's stable descending sort: ties keep ascending ids
+        descending = sorted(loads, key=lambda i: -loads[i])
+        preempted = {i: view.reports[i].num_preempted for i in loads}
+        sources = [i for i in descending if preempted[i] > 0 or loads[i] > out_threshold]
+        accepting = set(view.instances)
+        destinations = [
+            i
+            for i in reversed(descending)
+            if preempted[i] == 0 and loads[i] < in_threshold and i in accepting
+        ]
+        self.pairs = dict(zip(sources, destinations))
+        return self.pairs
+
+
 @PAIRING_RULES.register("freeness-threshold")
 class FreenessThresholds(PairingRule):
-    """Llumnix §4.4.3: instances whose F_full is below ``source_below`` are paired with
-    instances above ``destination_above`` — lowest with highest, repeatedly. A pair lasts
-    until either side is back within the thresholds; a source keeps migrating, one request
-    at a time, while it is still below the threshold and neither side is migrating."""
+    continues_after_commit = True
+
+    def freeness(self, report: LoadReport) -> float:
+        return freeness_full(report, self.priority.migration_reservation(report))
 
     def pair(self, view: ClusterView) -> Mapping[int, int]:
         low, high = self.config.source_below, self.config.destination_above
         reported = sorted(view.reports)
-        freeness = {i: freeness_full(view.reports[i]) for i in reported}
+        freeness = {i: self.freeness(view.reports[i]) for i in reported}
         dispatchable = set(view.instances)
         for source, destination in list(self.pairs.items()):
             if (
@@ -69,8 +108,4 @@ class FreenessThresholds(PairingRule):
         return self.pairs
 
     def should_start(self, source: LoadReport, destination: LoadReport) -> bool:
-        return (
-            not source.migrating
-            and not destination.migrating
-            and freeness_full(source) < self.config.source_below
-        )
+        return super().should_start(source, destination) and self.freeness(source) < self.config.source_below

@@ -1,48 +1,52 @@
-"""Auto-scaling rules: from load reports of the serving instances to scale-out/in decisions.
+"""Auto-scaling rules: from load reports of the live instances to scale-out/in decisions.
 
 The engine carries decisions out (``sim.engine.scaling``): scale-out after a cold start,
-scale-in by draining (the fake request of infinite usage makes the instance a migration
-source until it is empty).
+scale-in by draining (a draining instance takes no dispatches and, reporting an
+overwhelming load, is a migration source until it is empty; then it is removed).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Mapping, NamedTuple, Optional
 
-from sim.config.registry import Registry
 from sim.config import AutoscaleConfig
+from sim.config.registry import Registry
 from sim.instance.load import LoadReport, freeness_normal, queue_aware_freeness
 
 SCALE_OUT = "scale_out"
 SCALE_IN = "scale_in"
 
 
+CANCEL_DRAIN = "cancel_drain"
+
+
 class ScalingDecision(NamedTuple):
-    action: str  # SCALE_OUT or SCALE_IN
+    action: str  # SCALE_OUT, SCALE_IN or CANCEL_DRAIN
     count: int = 1  # instances to add (scale-out)
-    instance: Optional[int] = None  # the instance to drain (scale-in)
+    instance: Optional[int] = None  # the instance to drain, or to stop draining
 
 
 class ScalingRule(ABC):
-    def __init__(self, config: AutoscaleConfig) -> None:
+    def __init__(self, config: AutoscaleConfig, load_control: bool = True) -> None:
         self.config = config
-
-    def freeness(self, report: LoadReport) -> float:
-        """The scaling signal of one instance: F_normal, or the queue-aware view."""
-        if self.config.queue_aware:
-            return queue_aware_freeness(report)
-        return freeness_normal(report)
+        self.load_control = load_control
 
     @abstractmethod
     def decide(
-        self, now: float, serving: Mapping[int, LoadReport], starting: int
+        self, now: float, reports: Mapping[int, LoadReport], instances: int, starting: int
     ) -> Optional[ScalingDecision]:
-        """From the reports of serving (non-draining) instances and the number of instances
-        still starting up, the action to take now, if any."""
+        """From the latest reports of the live instances (serving and draining), how many
+        instances are live (some may not have reported yet) and how many are still starting
+        up, the action to take now, if any."""
 
 
 SCALING_RULES: Registry[type[ScalingRule]] = Registry("scaling", "autoscale.rule")
+
+
+def serving(reports: Mapping[int, LoadReport]) -> dict[int, LoadReport]:
+    return {i: r for i, r in reports.items() if not r.draining}
 
 
 @SCALING_RULES.register("sustained-band")
@@ -50,26 +54,33 @@ class SustainedBand(ScalingRule):
     """Keep the average freeness within [low, high] (the paper's prose, §4.4.4): act when the
     condition has held for ``sustain`` seconds, one instance per action, and restart the timer
     after each action, so a steady load inside the band never makes the cluster oscillate.
-    Scale-in drains the instance with the fewest running requests."""
+    Scale-in drains the instance with the fewest running requests. The signal is F_normal,
+    or with ``queue_aware`` the queue-aware freeness."""
 
-    def __init__(self, config: AutoscaleConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: AutoscaleConfig, load_control: bool = True) -> None:
+        super().__init__(config, load_control)
         self.below_since: Optional[float] = None
         self.above_since: Optional[float] = None
 
+    def freeness(self, report: LoadReport) -> float:
+        if self.config.queue_aware:
+            return queue_aware_freeness(report)
+        return freeness_normal(report)
+
     def decide(
-        self, now: float, serving: Mapping[int, LoadReport], starting: int
+        self, now: float, reports: Mapping[int, LoadReport], instances: int, starting: int
     ) -> Optional[ScalingDecision]:
-        if not serving:
+        live = serving(reports)
+        if not live:
             return None
-        average = sum(map(self.freeness, serving.values())) / len(serving)
+        average = sum(map(self.freeness, live.values())) / len(live)
         config = self.config
         if average < config.low:
             self.above_since = None
             self.below_since = now if self.below_since is None else self.below_since
             if (
                 now - self.below_since >= config.sustain
-                and len(serving) + starting < config.max_instances
+                and len(live) + starting < config.max_instances
             ):
                 self.below_since = None
                 return ScalingDecision(SCALE_OUT)
@@ -78,16 +89,123 @@ class SustainedBand(ScalingRule):
             self.above_since = now if self.above_since is None else self.above_since
             if (
                 now - self.above_since >= config.sustain
-                and len(serving) > config.min_instances
+                and len(live) > config.min_instances
                 and not starting
             ):
                 self.above_since = None
-                return ScalingDecision(SCALE_IN, instance=fewest_running(serving))
+                return ScalingDecision(SCALE_IN, instance=fewest_running(live))
         else:
             self.below_since = self.above_since = None
         return None
 
 
-def fewest_running(serving: Mapping[int, LoadReport]) -> int:
+def fewest_running(live: Mapping[int, LoadReport]) -> int:
     """The instance to drain: fewest running requests (then fewest queued, then newest)."""
-    return min(serving, key=lambda i: (serving[i].num_running, serving[i].num_waiting, -i))
+    return min(live, key=lambda i: (live[i].num_running, live[i].num_waiting, -i))
+
+
+@SCALING_RULES.register("artifact")
+class ArtifactInterval(ScalingRule):
+    """The artifact's loop (``llm_engine_manager.py`` and ``request_scheduler.py::need_scale``,
+    ``scale_strategy avg_load``). Checked every ``interval`` seconds from ``first_check``,
+    each check one instantaneous measurement over the latest reports (and only once every
+    live instance has reported):
+
+    * scale out when the cluster's average load is above −low (freeness below ``low``): the
+      aggregate dispatch-style load −(ΣF − ΣW − Σqueued blocks) / (ΣR + ΣQ); add as many
+      instances at once as it takes, counting each new one as an empty instance of capacity
+      M, to bring it back; not while instances are still starting; while an instance is
+      draining, stop its drain instead of adding any;
+    * otherwise scale in one instance, the newest, when the cluster would still have a load
+      below −high (freeness above ``high``) without the newest instance's capacity (its
+      requests kept): the migration-style load of the aggregate, whose free blocks drop the
+      newest instance's whole capacity (clamped at 0); not while a drain is in progress.
+
+    Draining instances count with one running request and their real free blocks."""
+
+    def __init__(self, config: AutoscaleConfig, load_control: bool = True) -> None:
+        super().__init__(config, load_control)
+        self.last_check = config.first_check - config.interval
+
+    def decide(
+        self, now: float, reports: Mapping[int, LoadReport], instances: int, starting: int
+    ) -> Optional[ScalingDecision]:
+        if now - self.last_check <= self.config.interval:
+            return None
+        self.last_check = now
+        if not reports or len(reports) < instances:
+            return None
+        config = self.config
+        draining = [i for i, r in reports.items() if r.draining]
+        if aggregate_dispatch_load(reports.values()) > -config.low:
+            count = extra_instances(reports.values(), -config.low, config.max_instances - instances)
+            if not count or starting:
+                return None
+            if draining:
+                return ScalingDecision(CANCEL_DRAIN, instance=draining[0])
+            return ScalingDecision(SCALE_OUT, count=count)
+        newest = max(reports)
+        if (
+            not draining
+            and instances - 1 >= config.min_instances
+            and aggregate_load_without(reports, newest, self.load_control) < -config.high
+        ):
+            return ScalingDecision(SCALE_IN, instance=newest)
+        return None
+
+
+class _Aggregate(NamedTuple):
+    free: float
+    capacity: float
+    watermark: float
+    running: int
+    waiting: int
+    waiting_blocks: float
+
+
+def _aggregate(reports, without: Optional[int] = None) -> _Aggregate:
+    """Sums over instances as ``request_scheduler.py`` builds its ``tot_instance_info``."""
+    free = capacity = watermark = waiting_blocks = 0.0
+    running = waiting = 0
+    for report in reports:
+        newest = report.instance_id == without
+        free += report.free_blocks - report.capacity_blocks if newest else report.free_blocks
+        capacity += 0 if newest else report.capacity_blocks
+        watermark += 0 if newest else report.watermark_blocks
+        running += 1 if report.draining else report.num_running
+        waiting += report.num_waiting
+        waiting_blocks += report.waiting_tokens / report.block_size
+    return _Aggregate(free, capacity, watermark, running, waiting, waiting_blocks)
+
+
+def aggregate_dispatch_load(reports, extra_empty_blocks: float = 0.0) -> float:
+    """``_get_avg_load``: the dispatch load of the cluster summed as one instance (no
+    priority reservation), with ``extra_empty_blocks`` of empty instances added."""
+    total = _aggregate(reports)
+    divisor = total.running + total.waiting
+    available = total.free + extra_empty_blocks - total.watermark - total.waiting_blocks
+    return -math.inf if divisor == 0 else -(available / divisor)
+
+
+def extra_instances(reports, threshold: float, room: int) -> int:
+    """How many empty instances bring the aggregate dispatch load to ``threshold`` or below
+    (``need_scale``'s loop adding dummy instances), at most ``room``."""
+    reports = list(reports)
+    capacity = reports[0].capacity_blocks
+    count = 0
+    while count < room and aggregate_dispatch_load(reports, count * capacity) > threshold:
+        count += 1
+    return count
+
+
+def aggregate_load_without(reports: Mapping[int, LoadReport], newest: int, load_control: bool) -> float:
+    """``_get_load_metric_down``: the migration load of the cluster summed as one instance,
+    with the newest instance's capacity taken away but its requests kept."""
+    total = _aggregate(reports.values(), without=newest)
+    free = max(total.free, 0.0)
+    available = free - total.watermark
+    if not load_control:
+        return -math.inf if total.running == 0 else -(available / total.running)
+    divisor = total.running + (1 if total.waiting else 0)
+    available -= total.waiting_blocks
+    return -math.inf if divisor == 0 else -(available / divisor)

@@ -267,18 +267,47 @@ class HeadroomConfig:
 
 
 @dataclass
+@dataclass
+class SchedulerPriorityConfig:
+    """How tiers turn into load (``sim.cluster.priority``); None: the preset's choice."""
+
+    mode: Optional[str] = None  # none, load-target (the artifact's), headroom (the K-tier scheme)
+    # load-target: tokens an instance led by tier p may hold before it looks full, for tiers
+    # 0..K-2 (None: 1,600 for tier 0 — the paper's — then geometric steps to capacity)
+    load_targets: Optional[list[float]] = None
+    local: Optional[Literal["fcfs", "tier"]] = None  # the llumlet's queue/preemption order
+
+    def __post_init__(self) -> None:
+        _require(
+            self.load_targets is None or all(t > 0 for t in self.load_targets),
+            f"load_targets: tokens must be > 0, got {self.load_targets}",
+        )
+
+
+@dataclass
 class SchedulerConfig:
-    """The global scheduler, how often instances report load, and Llumnix's knobs."""
+    """The global scheduler: a preset of named rules, their overrides, and their knobs.
+
+    ``None`` means "the preset's" (``sim.cluster.PRESETS``): the artifact's presets
+    (round-robin, infaas++, llumnix, llumnix-base) report per engine step, count no
+    dispatched load and use load control; the paper-prose presets (llumnix-prose,
+    llumnix-prose-base) report every ``load_report_interval`` and count dispatched load.
+    """
 
     name: str = "infaas++"  # a preset bundle of the parts below (sim.cluster.PRESETS)
-    dispatch: Optional[str] = None  # dispatch rule (None: the preset's), sim.cluster.DISPATCH_RULES
-    pairing: Optional[str] = None  # migration pairing rule, or "none" (None: the preset's)
-    ordering: Optional[str] = None  # order of simultaneous arrivals (None: the preset's)
-    load_report_interval: float = 0.05  # seconds between load reports (Llumnix polls at 50 ms)
-    count_dispatched_load: bool = True  # add a dispatched request's demand to the view until the next report
-    pairing_every: int = 4  # migration pairing every N load reports (Llumnix artifact: 4)
-    source_below: float = 3.0  # F_full under this makes an instance a migration source
-    destination_above: float = 3.0  # F_full over this makes an instance a migration destination
+    dispatch: Optional[str] = None  # dispatch rule, sim.cluster.DISPATCH_RULES
+    pairing: Optional[str] = None  # migration pairing rule, or "none"
+    ordering: Optional[str] = None  # order of simultaneous arrivals
+    priority: SchedulerPriorityConfig = field(default_factory=SchedulerPriorityConfig)
+    reports: Optional[Literal["per-step", "periodic"]] = None  # when instances report load
+    load_report_interval: float = 0.05  # seconds between periodic reports and samples (50 ms)
+    count_dispatched_load: Optional[bool] = None  # add dispatched demand to the view until the next report
+    load_control: Optional[bool] = None  # the artifact's --enable-load-control-prefill
+    # pairing every N load-report rounds (per-step reports: every N x instances reports,
+    # the artifact's need_migrate_frequency = 4)
+    pairing_every: int = 4
+    source_below: float = 3.0  # freeness under this makes an instance a migration source
+    destination_above: float = 3.0  # freeness over this makes an instance a migration destination
     headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
 
     def __post_init__(self) -> None:
@@ -313,7 +342,7 @@ class MigrationConfig:
     """How a request moves between instances (used by the llumnix schedulers)."""
 
     mode: Literal["live", "blocking", "recompute"] = "live"
-    candidate: str = "lowest-tier-shortest"  # which running request a source moves (sim.instance.candidates)
+    candidate: Optional[str] = None  # which running request a source moves (None: the preset's)
     last_stage_blocks: int = 16  # enter the last stage when at most this many blocks remain
     max_stages: int = 3  # the stage after this many is the last one regardless
     colocated_slowdown: float = 0.01  # iterations overlapping a copy take this much longer
@@ -338,13 +367,16 @@ class MigrationConfig:
 
 @dataclass
 class AutoscaleConfig:
-    """Keep the average F_normal of serving instances within [low, high] by adding/draining."""
+    """Keep the cluster's average freeness within [low, high] by adding or draining instances
+    (the rule decides how: ``artifact`` or ``sustained-band``)."""
 
     enabled: bool = False
-    rule: str = "sustained-band"  # scaling rule, sim.cluster.SCALING_RULES
-    low: float = 10.0  # scale out while the average freeness stays below this
-    high: float = 60.0  # scale in while it stays above this
-    sustain: float = 10.0  # seconds the condition must hold before acting
+    rule: str = "artifact"  # scaling rule, sim.cluster.SCALING_RULES (or sustained-band)
+    low: float = 10.0  # scale out when the average freeness is below this
+    high: float = 60.0  # scale in when it is above this (artifact: low + 50)
+    interval: float = 10.0  # artifact rule: seconds between checks (scaling_interval)
+    first_check: float = 110.0  # artifact rule: the first check (100 s after start + interval)
+    sustain: float = 10.0  # sustained-band rule: seconds the condition must hold before acting
     cold_start: float = 0.0  # seconds from a scale-out decision until the instance serves
     min_instances: int = 1
     max_instances: int = 16
@@ -353,6 +385,8 @@ class AutoscaleConfig:
     def __post_init__(self) -> None:
         _require(self.high > self.low, f"high: must be > low ({self.low}), got {self.high}")
         _require(self.sustain >= 0, f"sustain: must be >= 0 s, got {self.sustain}")
+        _require(self.interval > 0, f"interval: must be > 0 s, got {self.interval}")
+        _require(self.first_check >= 0, f"first_check: must be >= 0 s, got {self.first_check}")
         _require(self.cold_start >= 0, f"cold_start: must be >= 0 s, got {self.cold_start}")
         _require(
             self.min_instances >= 1, f"min_instances: must be >= 1, got {self.min_instances}"

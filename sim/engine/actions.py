@@ -22,6 +22,9 @@ class ClusterActions(Protocol):
         """No more dispatches; a fake request of infinite usage makes it a migration source
         until it is empty, when it is removed."""
 
+    def undrain(self, instance_id: int) -> None:
+        """Stop a drain: the instance serves and takes dispatches again."""
+
     def fail(self, instance_id: int) -> list[Request]:
         """The instance dies with its KV cache; returns the requests it held (not ended)."""
 

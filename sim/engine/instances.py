@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import simpy
 
 from sim.engine.result import BatchRecord
 from sim.instance.llumlet import Llumlet
+from sim.instance.load import LoadReport
 
 
 @dataclass
@@ -28,6 +29,8 @@ class StepLog:
 
     record_batches: bool = False  # keep a BatchRecord per iteration (timeline export, benches)
     check_every_step: bool = False  # verify block conservation after every iteration (tests)
+    # per-step load reports: the state at a step's scheduling, delivered when it ends
+    on_report: Optional[Callable[[LoadReport], None]] = None
     batches: int = 0
     batch_log: list[BatchRecord] = field(default_factory=list)
 
@@ -45,6 +48,7 @@ def step_loop(env: simpy.Environment, runtime: InstanceRuntime, log: StepLog):
                 runtime.wake = None
                 continue
             llumlet.busy = True
+            report = llumlet.report() if log.on_report is not None else None
             duration = llumlet.iteration_time(batch)
             if log.record_batches:
                 log.batch_log.append(
@@ -55,5 +59,7 @@ def step_loop(env: simpy.Environment, runtime: InstanceRuntime, log: StepLog):
             log.batches += 1
             if log.check_every_step:
                 llumlet.check()
+            if report is not None:
+                log.on_report(report)
     except simpy.Interrupt:
         return  # the instance was removed or failed

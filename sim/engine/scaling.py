@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from sim.cluster.scaling import SCALE_OUT, ScalingRule
+from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScalingRule
 from sim.engine.actions import ClusterActions
 from sim.engine.result import ScalingEvent
 from sim.instance.load import LoadReport
@@ -24,10 +24,10 @@ class Scaler:
         self.starting = 0  # scale-outs still in their cold start
         self.log: list[ScalingEvent] = []
 
-    def on_reports(self, now: float, reports: Mapping[int, LoadReport]) -> None:
-        """Ask the rule once per load-report round and act on its answer."""
-        serving = {i: r for i, r in reports.items() if not r.draining}
-        decision = self.rule.decide(now, serving, self.starting)
+    def on_reports(self, now: float, reports: Mapping[int, LoadReport], instances: int) -> None:
+        """Ask the rule (every load-report period) and act on its answer. ``reports``: the
+        latest known report of each live instance; ``instances``: how many are live."""
+        decision = self.rule.decide(now, reports, instances, self.starting)
         if decision is None:
             return
         if decision.action == SCALE_OUT:
@@ -35,9 +35,12 @@ class Scaler:
                 self.starting += 1
                 self.log.append(ScalingEvent(now, SCALE_OUT, -1))
                 self.env.process(self._scale_out(now))
+            return
+        if decision.action == CANCEL_DRAIN:
+            self.actions.undrain(decision.instance)
         else:
             self.actions.drain(decision.instance)
-            self.log.append(ScalingEvent(now, decision.action, decision.instance))
+        self.log.append(ScalingEvent(now, decision.action, decision.instance))
 
     def removed(self, instance_ids: list[int]) -> None:
         """Drained instances the engine removed (empty, nothing migrating)."""

@@ -56,11 +56,15 @@ def load_transfer(config: SimulationConfig, model) -> TransferModel:
     )
 
 
-def cluster_limits(config: SimulationConfig, model: BatchTimer, workload) -> LlumletLimits:
+def workload_tiers(config: SimulationConfig, workload) -> int:
+    """K: the configured tiers, or more if the workload carries higher tiers."""
+    return max(config.workload.priority.tiers, int(workload.tier.max(initial=0)) + 1)
+
+
+def cluster_limits(config: SimulationConfig, model: BatchTimer, tiers: int) -> LlumletLimits:
     """Per-instance vLLM limits; the batch cap must be one the replica model covers."""
     cluster = config.cluster
     capacity = cluster.kv_capacity_blocks or model.kv_capacity_blocks
-    tiers = max(config.workload.priority.tiers, int(workload.tier.max(initial=0)) + 1)
     model_batch_cap = getattr(model, "max_batch_size", cluster.max_batch_size)
     if cluster.max_batch_size > model_batch_cap:
         raise ConfigError(

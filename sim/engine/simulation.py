@@ -22,14 +22,21 @@ from typing import Callable, Optional
 import numpy as np
 import simpy
 
-from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler, resolve
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, step_loop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
-from sim.engine.setup import cluster_limits, load_model, load_transfer, load_workload, tier_headroom
+from sim.engine.setup import (
+    cluster_limits,
+    load_model,
+    load_transfer,
+    load_workload,
+    tier_headroom,
+    workload_tiers,
+)
 from sim.instance.candidates import CANDIDATE_RULES
 from sim.instance.limits import BatchTimer
 from sim.instance.llumlet import Llumlet
@@ -58,16 +65,21 @@ class Simulation:
         self.config = config
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
-        self.scheduler = scheduler or GlobalScheduler(config.scheduler)
+        settings = resolve(config.scheduler)
         scaling_rule = SCALING_RULES.get(config.autoscale.rule)
-        self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate)
+        self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
         self.workload = workload if workload is not None else load_workload(config, root)
+        tiers = workload_tiers(config, self.workload)
+        self.scheduler = scheduler or GlobalScheduler(config.scheduler, tiers)
         self.model = replica_model if replica_model is not None else load_model(config)
-        self.limits = cluster_limits(config, self.model, self.workload)
-        self.headroom = tier_headroom(config, self.limits) if self.scheduler.uses_tiers else []
+        self.limits = cluster_limits(config, self.model, tiers)
+        charges = self.scheduler.priority.charges_headroom()
+        self.headroom = tier_headroom(config, self.limits) if charges else []
         if self.scheduler.migrates and transfer is None:
             transfer = load_transfer(config, self.model)
-        self.steps = StepLog(record_batches, check_every_step)
+        on_report = self._step_report if self.scheduler.reports_per_step else None
+        self.steps = StepLog(record_batches, check_every_step, on_report)
+        self._reports_delivered = 0  # per-step reports since the start (pairing cadence)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.requests: list[Request] = []
@@ -89,10 +101,15 @@ class Simulation:
             self._wake_llumlet,
             stage_fails=lambda: self.faults.stage_fails(),
             handshake_timeout=config.migration.prealloc_timeout,
-            on_commit=self._try_migration,
+            on_commit=self._after_commit,
         )
         self.scaler = (
-            Scaler(self.env, scaling_rule(config.autoscale), self, config.autoscale.cold_start)
+            Scaler(
+                self.env,
+                scaling_rule(config.autoscale, self.scheduler.settings.load_control),
+                self,
+                config.autoscale.cold_start,
+            )
             if config.autoscale.enabled
             else None
         )
@@ -100,7 +117,8 @@ class Simulation:
         # ``_now``; reading the attribute directly is 2-3% of the event loop
         self._clock = functools.partial(getattr, self.env, "_now")
         for _ in range(config.cluster.instances):
-            self.add_instance()
+            # per-step reports: the first instances have not reported before their first step
+            self.add_instance(reported=not self.scheduler.reports_per_step)
         self.faults = FaultInjector(self.env, config.faults, self, rng)
         self._started = False
 
@@ -109,8 +127,10 @@ class Simulation:
     def now(self) -> float:
         return self.env.now
 
-    def add_instance(self, billed_from: Optional[float] = None) -> int:
-        """Start a new instance (initial cluster, scale-out, restart) and let it receive work."""
+    def add_instance(self, billed_from: Optional[float] = None, reported: bool = True) -> int:
+        """Start a new instance (initial cluster, scale-out, restart) and let it receive work.
+        A new instance is known to the scheduler as empty (``reported``), as the artifact
+        records a scaled-out instance with an empty report until its first step."""
         instance_id = len(self.instances)
         llumlet = Llumlet(
             instance_id,
@@ -119,7 +139,7 @@ class Simulation:
             clock=self._clock,
             on_done=self._request_done,
             headroom_blocks=self.headroom,
-            priority=self.scheduler.uses_tiers,
+            priority=self.scheduler.local_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
         )
         started = self.env.now if billed_from is None else billed_from
@@ -127,12 +147,17 @@ class Simulation:
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
         runtime.process = self.env.process(step_loop(self.env, runtime, self.steps))
-        self.scheduler.add_instance(instance_id, llumlet.report())
+        self.scheduler.add_instance(instance_id, llumlet.report() if reported else None)
         return instance_id
 
     def drain(self, instance_id: int) -> None:
         self.instances[instance_id].llumlet.draining = True
         self.scheduler.remove_instance(instance_id)
+
+    def undrain(self, instance_id: int) -> None:
+        llumlet = self.instances[instance_id].llumlet
+        llumlet.draining = False
+        self.scheduler.add_instance(instance_id, llumlet.report())
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold and move nothing any more; their ids."""
@@ -288,17 +313,20 @@ class Simulation:
         scheduler, scaler = self.scheduler, self.scaler
         next_sample = 0.0
         rounds = 0
+        per_step = scheduler.reports_per_step
         while True:
             now = self.env.now
             reports = {instance_id: r.llumlet.report() for instance_id, r in self.live.items()}
             if self.fallback_kind is None:
-                scheduler.observe(reports)
-                rounds += 1
-                if scheduler.migrates and rounds % pairing_every == 0:
-                    for source in scheduler.migration_pairs():
-                        self._try_migration(source)
+                if not per_step:
+                    scheduler.observe(reports)
+                    rounds += 1
+                    if scheduler.migrates and rounds % pairing_every == 0:
+                        self._pairing_round()
                 if scaler is not None:
-                    scaler.on_reports(now, reports)
+                    known = scheduler.view.reports if per_step else reports
+                    live_known = {i: known[i] for i in self.live if i in known}
+                    scaler.on_reports(now, live_known, len(self.live))
             removed = self._remove_drained()
             if removed and scaler is not None:
                 scaler.removed(removed)
@@ -310,6 +338,26 @@ class Simulation:
                     progress(now)
             yield self.env.timeout(interval)
 
+    def _step_report(self, report) -> None:
+        """Per-step reports (the artifact's cadence): an instance's state at the scheduling
+        of a step, delivered when the step ends; pairing every ``pairing_every`` x instances
+        reports, counted over the whole cluster."""
+        if self.fallback_kind is not None:
+            return
+        self.scheduler.observe({report.instance_id: report})
+        self._reports_delivered += 1
+        every = self.config.scheduler.pairing_every * len(self.live)
+        if self.scheduler.migrates and self._reports_delivered % every == 0:
+            self._pairing_round()
+
+    def _pairing_round(self) -> None:
+        for source in self.scheduler.migration_pairs():
+            self._try_migration(source)
+
+    def _after_commit(self, source_id: int) -> None:
+        if self.scheduler.continues_after_commit:
+            self._try_migration(source_id)  # keep going while it is still a source
+
     def _try_migration(self, source_id: int) -> None:
         """A paired source starts its next migration if the scheduler still wants it to."""
         destination_id = self.scheduler.destination_for(source_id)
@@ -320,7 +368,7 @@ class Simulation:
             return
         if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
             return
-        request = self.choose_candidate(source.llumlet)
+        request = self.choose_candidate(source.llumlet, self.scheduler.priority.normal_tier)
         if request is not None:
             self.migrations.start(request, source.llumlet, destination.llumlet)
 

@@ -36,6 +36,11 @@ from sim.instance.virtual_usage import headroom_usage
 from sim.instance.waiting import WaitingQueue
 
 
+def arrival_order(request: Request) -> tuple[float, int]:
+    """vLLM's FCFS order of requests: arrival time, then id."""
+    return request.arrival, request.id
+
+
 class Llumlet(MigrationEndpointMixin):
     """Local scheduler of one instance, with its load report and migration hooks."""
 
@@ -61,14 +66,13 @@ class Llumlet(MigrationEndpointMixin):
         self.ledger = BlockLedger(limits.capacity_blocks)
         # a sequence stops where its next block would hold tokens past max_seq_len
         self._max_blocks_per_sequence = limits.max_seq_len // limits.block_size
-        self.waiting = WaitingQueue(limits.tiers if priority else 1)
+        self.waiting = self._new_queue()
         self.running: dict[Request, None] = {}  # admission order: the last one is preempted first
         self.running_per_tier = [0] * limits.tiers
         self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
         self.joining: list[Request] = []  # committed inbound migrations, batched from the next step
         self.prefilling: list[Request] = []  # admitted by the prefill iteration running now
         self._suspensions: list[tuple[Request, Callable[[bool], None]]] = []
-        self.waiting_demand = 0  # blocks the queued requests need to be admitted
         self.iteration = 0  # completed decode iterations
         self.seq_sum = 0  # sum of seq_len over running requests
         self._block_due: dict[int, list[tuple[Request, int]]] = {}
@@ -92,12 +96,6 @@ class Llumlet(MigrationEndpointMixin):
         request.instance = self.id
         request.instances.append(self.id)
         self.waiting.push(request, front)
-        self.waiting_demand += self.blocks_for(request.seq_len)
-
-    @property
-    def head_demand(self) -> int:
-        """Blocks the head-of-line queued request needs (0 when nothing is queued)."""
-        return self.blocks_for(self.waiting.head().seq_len) if self.waiting else 0
 
     # ------------------------------------------------------------------ iterations
     def next_batch(self) -> Optional[Batch]:
@@ -174,13 +172,11 @@ class Llumlet(MigrationEndpointMixin):
                 or need > limits.capacity_blocks - limits.watermark_blocks
             ):
                 self.waiting.pop_head()
-                self.waiting_demand -= need
                 self.abort(request, "exceeds_instance_limits")
                 continue
             if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
                 break
             self.waiting.pop_head()
-            self.waiting_demand -= need
             self.ledger.allocate(request, need)
             request.state = RequestState.RUNNING
             if request.first_admitted is None:
@@ -199,10 +195,12 @@ class Llumlet(MigrationEndpointMixin):
         due = self._block_due.pop(step, None)
         if due:
             if len(due) > self.ledger.free:  # someone may be preempted: order matters
+                # vLLM walks its running requests in arrival order (most critical tier first,
+                # if tiered), giving each its next block or preempting from the back
                 if self.priority:
-                    due.sort(key=lambda item: (item[0].tier, item[0].admit_seq))
+                    due.sort(key=lambda item: (item[0].tier, *arrival_order(item[0])))
                 else:
-                    due.sort(key=lambda item: item[0].admit_seq)
+                    due.sort(key=lambda item: arrival_order(item[0]))
             for request, epoch in due:
                 if request.epoch != epoch:
                     continue  # left the batch (finished, preempted, suspended) meanwhile
@@ -267,11 +265,13 @@ class Llumlet(MigrationEndpointMixin):
             bucket.append(entry)
 
     def _preemption_victim(self) -> Request:
-        """The most recently admitted running request (of the lowest priority, if tiered)."""
-        if not self.priority:
-            return next(reversed(self.running))
-        lowest = max(t for t, count in enumerate(self.running_per_tier) if count)
-        return next(r for r in reversed(self.running) if r.tier == lowest)
+        """vLLM's choice: the latest arrival among the running requests (it keeps them in
+        arrival order and preempts from the back), of the least critical tier if tiered."""
+        candidates = self.running
+        if self.priority:
+            lowest = max(t for t, count in enumerate(self.running_per_tier) if count)
+            candidates = [r for r in self.running if r.tier == lowest]
+        return max(candidates, key=arrival_order)
 
     def _preempt(self, request: Request) -> None:
         """Preemption by recompute: free the blocks, requeue at the head."""
@@ -282,8 +282,8 @@ class Llumlet(MigrationEndpointMixin):
         self.preemptions += 1
         if request.preempted_at is None:
             request.preempted_at = self.clock()
+        request.requeued = True
         self.waiting.push(request, front=True)
-        self.waiting_demand += self.blocks_for(request.seq_len)
 
     def _finish(self, request: Request, now: float, joined: bool) -> None:
         if joined:
@@ -312,13 +312,13 @@ class Llumlet(MigrationEndpointMixin):
         for _, answer in pending:
             answer(False)
         self.ledger = BlockLedger(self.limits.capacity_blocks)
-        self.waiting = WaitingQueue(self.limits.tiers if self.priority else 1)
+        self.waiting = self._new_queue()
         self.running.clear()
         self.suspended.clear()
         self.joining.clear()
         self.prefilling = []
         self.running_per_tier = [0] * self.limits.tiers
-        self.waiting_demand = self.seq_sum = 0
+        self.seq_sum = 0
         self._block_due.clear()
         self._finish_due.clear()
         return lost
@@ -328,9 +328,11 @@ class Llumlet(MigrationEndpointMixin):
         """The instance-level load record sent to the global scheduler (raw counts; the
         signals computed from them are in ``sim.instance.load``)."""
         ledger = self.ledger
-        if self.waiting:
-            head = self.blocks_for(self.waiting.head().seq_len)
-            head_blocked = ledger.free - head < self.limits.watermark_blocks
+        waiting = self.waiting
+        limits = self.limits
+        if waiting:
+            head = self.blocks_for(waiting.head().seq_len)
+            head_blocked = ledger.free - head < limits.watermark_blocks
         else:
             head, head_blocked = 0, False
         return LoadReport(
@@ -339,9 +341,9 @@ class Llumlet(MigrationEndpointMixin):
             ledger.capacity,
             ledger.allocated,
             ledger.reserved,
-            len(self.running),
-            len(self.waiting),
-            self.waiting_demand,
+            len(self.running) + len(self.prefilling),  # vLLM's running list holds both
+            len(waiting),
+            waiting.demand_blocks,
             head,
             headroom_usage(self.running_per_tier, self.headroom_blocks)
             if self.headroom_blocks
@@ -349,7 +351,30 @@ class Llumlet(MigrationEndpointMixin):
             head_blocked,
             self.draining,
             self.migrating,
+            limits.watermark_blocks,
+            limits.block_size,
+            waiting.tokens,
+            waiting.preempted,
+            self._top_tier(),
         )
+
+    def _top_tier(self) -> int:
+        """The most critical tier among queued and running requests (the lowest tier, K − 1,
+        when there are none): what a load-target priority reservation depends on."""
+        waiting = self.waiting.per_tier
+        running = self.running_per_tier
+        top = len(running) - 1
+        for tier in range(top):
+            if running[tier] or waiting[tier]:
+                top = tier
+                break
+        for request in self.prefilling:
+            top = min(top, request.tier)
+        return top
+
+    def _new_queue(self) -> WaitingQueue:
+        limits = self.limits
+        return WaitingQueue(limits.tiers if self.priority else 1, limits.tiers, limits.block_size)
 
     @property
     def is_empty(self) -> bool:

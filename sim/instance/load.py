@@ -35,20 +35,28 @@ class LoadReport(NamedTuple):
     head_blocked: bool = False  # the head-of-line request waits for free blocks here
     draining: bool = False
     migrating: bool = False  # a migration touching this instance is in flight
+    watermark_blocks: int = 0  # free blocks admission (and an inbound migration) must leave
+    block_size: int = 16
+    waiting_tokens: int = 0  # prompt + generated tokens of every queued request
+    num_preempted: int = 0  # queued again after a preemption, not yet re-admitted
+    top_tier: int = 0  # most critical tier among queued and running requests (K − 1 if none)
 
     @property
     def free_blocks(self) -> int:
         return self.capacity_blocks - self.used_blocks - self.reserved_blocks
 
 
-def freeness_full(report: LoadReport) -> float:
+def freeness_full(report: LoadReport, reservation: float | None = None) -> float:
     """F over every virtual usage (dispatch and migration): physical and reserved blocks,
-    tier headroom, the head-of-line demand; −inf while draining."""
+    priority reservation (by default the tier headroom the instance charges), the
+    head-of-line demand; −inf while draining."""
     if report.draining:
         return -math.inf
     usage = report.used_blocks + report.reserved_blocks + report.head_demand_blocks
-    if report.headroom_blocks:
-        usage += report.headroom_blocks
+    if reservation is None:
+        reservation = report.headroom_blocks
+    if reservation:
+        usage += reservation
     return (report.capacity_blocks - usage) / (report.num_running or 1)
 
 
@@ -59,16 +67,70 @@ def freeness_normal(report: LoadReport) -> float:
     return (report.capacity_blocks - used) / (report.num_running or 1)
 
 
-def dispatch_freeness(report: LoadReport, pending_blocks: int) -> float:
+def dispatch_freeness(
+    report: LoadReport, pending_blocks: int, reservation: float | None = None
+) -> float:
     """F_full less the demand dispatched to the instance since this report, spread over
     its batch as F's numerator would be."""
-    return freeness_full(report) - pending_blocks / (report.num_running or 1)
+    return freeness_full(report, reservation) - pending_blocks / (report.num_running or 1)
 
 
-def memory_load(report: LoadReport, pending_blocks: int = 0) -> float:
-    """Used blocks plus the demand of every queued request (and of requests dispatched
-    since the report), over capacity: the artifact's ``block`` dispatch load."""
-    load = (report.used_blocks + report.waiting_demand_blocks) / report.capacity_blocks
+# ---------------------------------------------------------------------------------------
+# The Llumnix artifact's loads (branch osdi24ae, vllm/instance_info.py). Each is a negative
+# freeness — larger is more loaded — computed exactly as the artifact's InstanceLoadInfo
+# does: available blocks are free minus the watermark, queued blocks are a float sum of
+# tokens / block size, and a draining instance reports one running request and −1000
+# available blocks (a large finite load). −inf: nothing running or queued.
+
+DRAINING_AVAILABLE_BLOCKS = -1000  # llm_engine.py step_async: the drain's report override
+
+
+def waiting_blocks(report: LoadReport) -> float:
+    """The artifact's ``num_block_all_waiting_request``: Σ tokens / block size (not ceil)."""
+    return report.waiting_tokens / report.block_size
+
+
+def _available_and_running(report: LoadReport) -> tuple[float, int]:
+    if report.draining:
+        return DRAINING_AVAILABLE_BLOCKS, 1
+    return report.free_blocks - report.watermark_blocks, report.num_running
+
+
+def artifact_migration_load(
+    report: LoadReport, load_control: bool = True, reservation: float = 0.0
+) -> float:
+    """``InstanceLoadInfo.compute_instance_load`` (key 'migrate', consumed_speed). With load
+    control (``--enable-load-control-prefill``) every queued request's blocks and the
+    priority reservation count, and a non-empty queue adds one to the divisor."""
+    available, running = _available_and_running(report)
+    if not load_control:
+        return -math.inf if running == 0 else -(available / running)
+    divisor = running + (1 if report.num_waiting else 0)
+    available = available - waiting_blocks(report)
+    if reservation:
+        available -= reservation
+    return -math.inf if divisor == 0 else -(available / divisor)
+
+
+def artifact_dispatch_load(report: LoadReport, reservation: float = 0.0, pending_blocks: int = 0) -> float:
+    """``InstanceLoadInfo.compute_instance_load_dispatch`` ('load' strategy): every queued
+    request counts, by its blocks and in the divisor. ``pending_blocks`` (demand dispatched
+    since the report; the artifact counts none) is treated as more queued blocks."""
+    available, running = _available_and_running(report)
+    divisor = running + report.num_waiting
+    available = available - waiting_blocks(report)
+    if reservation:
+        available -= reservation
+    if pending_blocks:
+        available -= pending_blocks
+    return -math.inf if divisor == 0 else -(available / divisor)
+
+
+def block_load(report: LoadReport, pending_blocks: int = 0) -> float:
+    """The artifact's ``block`` dispatch load: used (and inbound-reserved) blocks plus every
+    queued request's blocks, over capacity (can exceed 1)."""
+    used = report.capacity_blocks - report.free_blocks
+    load = (used + waiting_blocks(report)) / report.capacity_blocks
     if pending_blocks:
         load += pending_blocks / report.capacity_blocks
     return load

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Callable, Generator, Optional, Protocol
 
 from sim.instance.blocks import BlockLedger
+from sim.instance.limits import LlumletLimits
 from sim.instance.request import Request, RequestState
 
 ABORT_DESTINATION_FULL = "destination_out_of_memory"
@@ -79,6 +80,7 @@ class MigrationEndpoint(Protocol):
 
     id: int
     ledger: BlockLedger
+    limits: LlumletLimits
     failed: bool
     migrating: bool
     copying: int
@@ -223,9 +225,13 @@ class _Handshake:
         return self.trouble()  # an instance may have failed while we waited for the boundary
 
     def copy_stage(self, blocks: int, transfer: TransferModel, last: bool, stage_fails) -> Generator:
-        """Pre-allocate on the destination (ACK, or ABORT when it has no room), copy, then
-        check; returns why the migration cannot go on, if so."""
-        if not self.destination.ledger.reserve(self.key, blocks):
+        """Pre-allocate on the destination (ACK, or ABORT when it has no room above its
+        watermark, as vLLM's block manager refuses: ``get_free_blocks``), copy, then check;
+        returns why the migration cannot go on, if so."""
+        ledger = self.destination.ledger
+        if ledger.free - blocks < self.destination.limits.watermark_blocks or not ledger.reserve(
+            self.key, blocks
+        ):
             return ABORT_DESTINATION_FULL
         self.source.copying += 1
         self.destination.copying += 1

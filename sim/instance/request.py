@@ -42,6 +42,7 @@ class Request:
         "abort_reason",
         "retries",
         "migration",
+        "requeued",
         # bookkeeping of the llumlet currently holding the request (lazy decode progress)
         "epoch",
         "admit_seq",
@@ -72,6 +73,7 @@ class Request:
         self.abort_reason: Optional[str] = None
         self.retries = 0
         self.migration = None  # the in-flight migration moving this request, if any
+        self.requeued = False  # waiting again after a preemption (its queue counts it)
         self.epoch = 0
         self.admit_seq = 0
         self.base_iteration = 0
@@ -99,6 +101,7 @@ class Request:
         moving it out of the failed instance no longer owns it."""
         self.retries += 1
         self.generated = 0
+        self.requeued = False
         self.first_admitted = self.first_token_time = None
         self.preempted_at = None
         if self.migration is not None and self.migration.source == failed_instance:

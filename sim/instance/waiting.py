@@ -1,4 +1,5 @@
-"""The llumlet's queue of requests waiting for admission."""
+"""The llumlet's queue of requests waiting for admission, with the totals its load report
+needs kept as requests come and go (so a report never walks the queue)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,25 @@ from sim.instance.request import Request
 class WaitingQueue:
     """Queued requests: one FCFS lane, or one lane per tier served most critical first."""
 
-    def __init__(self, lanes: int) -> None:
+    def __init__(self, lanes: int, tiers: int, block_size: int) -> None:
         self._lanes = [deque() for _ in range(lanes)]
         self._length = 0
+        self._block_size = block_size
+        self.demand_blocks = 0  # blocks the queued requests need to be admitted (ceil per request)
+        self.tokens = 0  # prompt + generated tokens of the queued requests
+        self.per_tier = [0] * tiers
+        self.preempted = 0  # requests queued again after a preemption (vLLM's ``killed``)
 
     def _lane(self, request: Request) -> deque:
         return self._lanes[request.tier if len(self._lanes) > 1 else 0]
 
     def push(self, request: Request, front: bool = False) -> None:
+        """Queue a request (at the head for a preempted or recompute-migrated one)."""
         if front:
             self._lane(request).appendleft(request)
         else:
             self._lane(request).append(request)
-        self._length += 1
+        self._count(request, 1)
 
     def head(self) -> Request:
         for lane in self._lanes:
@@ -34,13 +41,20 @@ class WaitingQueue:
     def pop_head(self) -> Request:
         for lane in self._lanes:
             if lane:
-                self._length -= 1
-                return lane.popleft()
+                request = lane.popleft()
+                self._count(request, -1)
+                request.requeued = False
+                return request
         raise IndexError("empty queue")
 
-    def remove(self, request: Request) -> None:
-        self._lane(request).remove(request)
-        self._length -= 1
+    def _count(self, request: Request, sign: int) -> None:
+        tokens = request.seq_len
+        self._length += sign
+        self.tokens += sign * tokens
+        self.demand_blocks += sign * -(-tokens // self._block_size)
+        self.per_tier[request.tier] += sign
+        if request.requeued:
+            self.preempted += sign
 
     def __len__(self) -> int:
         return self._length
