@@ -281,3 +281,15 @@ def test_default_path_workloads_are_byte_identical(name):
         digest.update(array.tobytes())
     digest.update(workload.description.encode())
     assert digest.hexdigest()[:16] == expected
+
+
+def test_burst_and_uniform_arrivals_through_the_config():
+    base = {"source": "synthetic", "num_requests": 4}
+    burst = load_config(base={"workload": {**base, "arrival": {"process": "burst", "rate": None}}})
+    assert build_workload(burst.workload, 0).arrival.tolist() == [0.0] * 4
+    uniform = load_config(base={"workload": {**base, "arrival": {"process": "uniform", "rate": 2}}})
+    workload = build_workload(uniform.workload, 0)
+    assert workload.arrival.tolist() == [0.5, 1.0, 1.5, 2.0]
+    assert "uniform arrivals at 2 req/s" in workload.description
+    with pytest.raises(ConfigError, match=r"^workload\.arrival\.rate: required for the uniform"):
+        load_config(base={"workload": {"arrival": {"process": "uniform", "rate": None}}})

@@ -88,9 +88,14 @@ class ClusterConfig:
 
 @dataclass
 class ArrivalConfig:
-    """When requests arrive: a renewal process at ``rate``, or the trace's own timestamps."""
+    """When requests arrive: a renewal process at ``rate``, or the trace's own timestamps.
 
-    process: Literal["poisson", "gamma", "trace"] = "poisson"
+    ``uniform`` spaces requests 1/``rate`` apart; ``burst`` submits them all at t = 0 and
+    ignores ``rate`` (the artifact's client default, used as shipped by its ShareGPT and
+    BurstGPT runs, which still passed a qps).
+    """
+
+    process: Literal["poisson", "gamma", "uniform", "burst", "trace"] = "poisson"
     rate: Optional[float] = 7.5  # requests/s; for ``trace``: time-scale to this rate (None: as recorded)
     cv: float = 1.0  # coefficient of variation of inter-arrival times (gamma only)
 
@@ -99,7 +104,7 @@ class ArrivalConfig:
             self.rate is None or self.rate > 0, f"rate: must be > 0 requests/s, got {self.rate}"
         )
         _require(
-            self.process == "trace" or self.rate is not None,
+            self.process in ("trace", "burst") or self.rate is not None,
             f"rate: required for the {self.process} arrival process",
         )
         _require(self.cv > 0, f"cv: must be > 0, got {self.cv}")

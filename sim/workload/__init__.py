@@ -4,7 +4,7 @@ This package knows nothing about instances; it turns (``WorkloadConfig``, seed) 
 ``Workload`` — arrival times, prompt and output lengths, and a tier for every request.
 """
 
-from sim.workload.arrivals import renewal_arrivals, replay_arrivals
+from sim.workload.arrivals import deterministic_arrivals, renewal_arrivals, replay_arrivals
 from sim.workload.build import Workload, build_workload, resolve_trace_path
 from sim.workload.priority import sample_tiers, tier_weights
 from sim.workload.shaping import PRESETS, match_mean_p95, resolve_shape, scale_lengths
@@ -25,6 +25,7 @@ __all__ = [
     "TraceError",
     "Workload",
     "build_workload",
+    "deterministic_arrivals",
     "detect_format",
     "match_mean_p95",
     "power_law_lengths",

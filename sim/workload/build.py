@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sim.config import ConfigError, WorkloadConfig
-from sim.workload.arrivals import renewal_arrivals, replay_arrivals
+from sim.workload.arrivals import deterministic_arrivals, renewal_arrivals, replay_arrivals
 from sim.workload.priority import sample_tiers
 from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
@@ -131,6 +131,10 @@ def _describe_arrivals(cfg: WorkloadConfig) -> str:
         )
     if arrival.process == "gamma":
         return f"Gamma arrivals at {arrival.rate:g} req/s, CV {arrival.cv:g}"
+    if arrival.process == "burst":
+        return "all requests at t = 0 (burst)"
+    if arrival.process == "uniform":
+        return f"uniform arrivals at {arrival.rate:g} req/s"
     return f"Poisson arrivals at {arrival.rate:g} req/s"
 
 
@@ -179,8 +183,11 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
     if not shape.is_identity:
         source = f"{source}; {shape.describe()}"
     n = len(prompt)
-    if cfg.arrival.process == "trace":
+    process = cfg.arrival.process
+    if process == "trace":
         arrival = replay_arrivals(timestamps, cfg.arrival.rate)
+    elif process in ("uniform", "burst"):
+        arrival = deterministic_arrivals(n, process, cfg.arrival.rate)
     else:
         arrival = renewal_arrivals(_rng(seed, _ARRIVALS), n, cfg.arrival.rate, cfg.arrival.cv)
     priority = cfg.priority
