@@ -269,10 +269,11 @@ DEFAULT_PATH_DIGESTS = {
 }
 
 
+@pytest.mark.parametrize("client", [None, "llumsim"])
 @pytest.mark.parametrize("name", list(DEFAULT_PATH_DIGESTS))
-def test_default_path_workloads_are_byte_identical(name):
+def test_default_client_leaves_workloads_byte_identical(name, client):
     path, base, expected = DEFAULT_PATH_DIGESTS[name]
-    overrides: list[str] = []
+    overrides = [] if client is None else [f"workload.client={client}"]
     # deepcopy: overrides are written into the nested mapping they are applied to
     cfg = load_config(REPO_ROOT / path if path else None, overrides, base=copy.deepcopy(base))
     workload = build_workload(cfg.workload, cfg.seed, REPO_ROOT)
