@@ -1,4 +1,4 @@
-"""Arrival processes: Poisson/Gamma statistics, trace replay and time-scaling."""
+"""Arrival processes: Poisson/Gamma statistics, uniform and burst, trace replay and time-scaling."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.config import ConfigError
-from sim.workload import renewal_arrivals, replay_arrivals
+from sim.workload import deterministic_arrivals, renewal_arrivals, replay_arrivals
 
 N = 50_000
 
@@ -22,6 +22,14 @@ def test_renewal_mean_rate_and_cv(rate, cv, seed):
     assert N / arrivals[-1] == pytest.approx(rate, rel=0.06)
     assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=0.10)
     assert np.all(gaps >= 0) and arrivals[0] > 0
+
+
+def test_uniform_spaces_requests_exactly_and_burst_sends_them_at_once():
+    uniform = deterministic_arrivals(5, "uniform", 4.0)
+    assert uniform.tolist() == [0.25, 0.5, 0.75, 1.0, 1.25]  # the first after one gap
+    assert deterministic_arrivals(5, "burst", None).tolist() == [0.0] * 5
+    with pytest.raises(ValueError, match="'gamma' is not a deterministic"):
+        deterministic_arrivals(5, "gamma", 1.0)
 
 
 def test_poisson_gaps_are_exponential():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +221,76 @@ def test_gamma_arrivals_through_the_config():
     gaps = np.diff(build_workload(cfg, 0).arrival)
     assert 1 / gaps.mean() == pytest.approx(26.0, rel=0.06)
     assert gaps.std() / gaps.mean() == pytest.approx(4.0, rel=0.12)
+
+
+# sha256 (first 16 hex) of arrival, prompt, output and tier arrays and the description, as
+# built by this version: later options must leave the default path byte-identical.
+DEFAULT_PATH_DIGESTS = {
+    "quickstart": ("experiments/configs/quickstart.yaml", {}, "6ac5af75ae9fa2c0"),
+    "ll-gamma-cv4": ("experiments/configs/autoscaling/ll_gamma_cv4.yaml", {}, "318ab6893792b370"),
+    "synthetic-s-m-share": (
+        None,
+        {
+            "seed": 3,
+            "workload": {
+                "source": "synthetic",
+                "num_requests": 3000,
+                "synthetic": {"input": "S", "output": "M"},
+                "arrival": {"process": "poisson", "rate": 9.0},
+                "priority": {"sampler": "share", "tiers": 2, "high_share": 0.1},
+            },
+        },
+        "ed8b5d0548de1e30",
+    ),
+    "sharegpt-gpt4-enterprise": (
+        None,
+        {
+            "seed": 1,
+            "workload": {
+                "num_requests": 2000,
+                "shape": {"preset": "sharegpt-gpt4"},
+                "priority": {"sampler": "enterprise", "tiers": 4},
+            },
+        },
+        "0c0670d5fc059860",
+    ),
+    "azure-replay": (
+        None,
+        {
+            "workload": {
+                "source": "timestamped",
+                "trace": "traces/azure/azure_code_2023.csv",
+                "num_requests": 1500,
+                "arrival": {"process": "trace", "rate": 4.0},
+            }
+        },
+        "b98f74c4da40ee1a",
+    ),
+}
+
+
+@pytest.mark.parametrize("client", [None, "llumsim"])
+@pytest.mark.parametrize("name", list(DEFAULT_PATH_DIGESTS))
+def test_default_client_leaves_workloads_byte_identical(name, client):
+    path, base, expected = DEFAULT_PATH_DIGESTS[name]
+    overrides = [] if client is None else [f"workload.client={client}"]
+    # deepcopy: overrides are written into the nested mapping they are applied to
+    cfg = load_config(REPO_ROOT / path if path else None, overrides, base=copy.deepcopy(base))
+    workload = build_workload(cfg.workload, cfg.seed, REPO_ROOT)
+    digest = hashlib.sha256()
+    for array in (workload.arrival, workload.prompt_tokens, workload.output_tokens, workload.tier):
+        digest.update(array.tobytes())
+    digest.update(workload.description.encode())
+    assert digest.hexdigest()[:16] == expected
+
+
+def test_burst_and_uniform_arrivals_through_the_config():
+    base = {"source": "synthetic", "num_requests": 4}
+    burst = load_config(base={"workload": {**base, "arrival": {"process": "burst", "rate": None}}})
+    assert build_workload(burst.workload, 0).arrival.tolist() == [0.0] * 4
+    uniform = load_config(base={"workload": {**base, "arrival": {"process": "uniform", "rate": 2}}})
+    workload = build_workload(uniform.workload, 0)
+    assert workload.arrival.tolist() == [0.5, 1.0, 1.5, 2.0]
+    assert "uniform arrivals at 2 req/s" in workload.description
+    with pytest.raises(ConfigError, match=r"^workload\.arrival\.rate: required for the uniform"):
+        load_config(base={"workload": {"arrival": {"process": "uniform", "rate": None}}})

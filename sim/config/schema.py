@@ -88,9 +88,14 @@ class ClusterConfig:
 
 @dataclass
 class ArrivalConfig:
-    """When requests arrive: a renewal process at ``rate``, or the trace's own timestamps."""
+    """When requests arrive: a renewal process at ``rate``, or the trace's own timestamps.
 
-    process: Literal["poisson", "gamma", "trace"] = "poisson"
+    ``uniform`` spaces requests 1/``rate`` apart; ``burst`` submits them all at t = 0 and
+    ignores ``rate`` (the artifact's client default, used as shipped by its ShareGPT and
+    BurstGPT runs, which still passed a qps).
+    """
+
+    process: Literal["poisson", "gamma", "uniform", "burst", "trace"] = "poisson"
     rate: Optional[float] = 7.5  # requests/s; for ``trace``: time-scale to this rate (None: as recorded)
     cv: float = 1.0  # coefficient of variation of inter-arrival times (gamma only)
 
@@ -99,7 +104,7 @@ class ArrivalConfig:
             self.rate is None or self.rate > 0, f"rate: must be > 0 requests/s, got {self.rate}"
         )
         _require(
-            self.process == "trace" or self.rate is not None,
+            self.process in ("trace", "burst") or self.rate is not None,
             f"rate: required for the {self.process} arrival process",
         )
         _require(self.cv > 0, f"cv: must be > 0, got {self.cv}")
@@ -226,6 +231,9 @@ class WorkloadConfig:
     burstgpt_model: Optional[str] = None  # BurstGPT: keep rows of this Model (None: all)
     burstgpt_log_type: Optional[str] = None  # BurstGPT: keep rows of this Log Type (None: all)
     shape: ShapeConfig = field(default_factory=ShapeConfig)  # length reshaping (default: none)
+    # who generates a synthetic stream: llumsim's own generators, or the Llumnix artifact's
+    # benchmark client replayed draw for draw (sim/workload/artifact_client.py)
+    client: Literal["llumsim", "artifact"] = "llumsim"
 
     def __post_init__(self) -> None:
         _require(
@@ -243,6 +251,27 @@ class WorkloadConfig:
         _require(
             self.arrival.process != "trace" or self.source == "timestamped",
             "arrival.process: 'trace' needs source 'timestamped' (a trace with timestamps)",
+        )
+        if self.client == "artifact":
+            self._check_artifact_client()
+
+    def _check_artifact_client(self) -> None:
+        """What the artifact's client could not have generated is refused, not approximated."""
+        _require(
+            self.source == "synthetic",
+            f"client: 'artifact' replays the artifact's synthetic workloads only; it needs "
+            f"source 'synthetic', got {self.source!r}",
+        )
+        _require(
+            self.shape == ShapeConfig(),
+            "shape: client 'artifact' reproduces the client's lengths exactly and cannot be "
+            "shaped; remove workload.shape or use client 'llumsim'",
+        )
+        _require(
+            self.priority.tiers == 1 or self.priority.sampler == "share",
+            f"priority.sampler: client 'artifact' draws tiers as the client did, one "
+            f"high-priority Bernoulli per request with ratio priority.high_share; set sampler "
+            f"'share', got {self.priority.sampler!r}",
         )
 
 

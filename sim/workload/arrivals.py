@@ -18,6 +18,16 @@ def renewal_arrivals(rng: np.random.Generator, n: int, rate: float, cv: float = 
     return np.cumsum(rng.gamma(shape, 1.0 / (rate * shape), size=n))
 
 
+def deterministic_arrivals(n: int, process: str, rate: float | None) -> np.ndarray:
+    """``uniform``: gaps of exactly 1/``rate``, the first after one gap as for a renewal
+    process; ``burst``: every request at t = 0 (``rate`` unused)."""
+    if process == "burst":
+        return np.zeros(n)
+    if process == "uniform":
+        return np.cumsum(np.full(n, 1.0 / rate))
+    raise ValueError(f"{process!r} is not a deterministic arrival process")
+
+
 def replay_arrivals(timestamps: np.ndarray, rate: float | None = None) -> np.ndarray:
     """A trace's timestamps (sorted) shifted to start at 0; with ``rate``, time-scaled.
 

@@ -6,14 +6,17 @@ Which requests (``num_requests``):
   with replacement beyond it; ``None`` takes every row (in a seeded order).
 * timestamped trace: the first N requests by time (stable for equal stamps); asking for
   more than the trace holds is an error, since a recorded clock cannot be resampled.
-* synthetic: N requests from the power-law generator (N is required).
+* synthetic: N requests from the power-law generator (N is required); with
+  ``client: artifact``, the whole stream — lengths, arrivals, tiers — is the Llumnix artifact
+  client's instead, drawn as it drew them (``artifact_client.py``).
 
 ``workload.shape`` (``shaping.py``) scales and filters the table before the draw — so N
 stays N — and matches and caps the drawn requests' lengths after it; unset, it does nothing.
 
 Each random part (row draw, input lengths, output lengths, arrivals, tiers) has its own
 generator seeded from (seed, part), so changing e.g. the tier sampler leaves the lengths and
-arrivals of a run unchanged.
+arrivals of a run unchanged. (The artifact's client shared two generators between its parts;
+``client: artifact`` keeps that, so there its arrivals depend on the lengths drawn before.)
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from sim.config import ConfigError, WorkloadConfig
-from sim.workload.arrivals import renewal_arrivals, replay_arrivals
+from sim.workload.arrivals import deterministic_arrivals, renewal_arrivals, replay_arrivals
+from sim.workload.artifact_client import client_stream
 from sim.workload.priority import sample_tiers
 from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
@@ -131,7 +135,21 @@ def _describe_arrivals(cfg: WorkloadConfig) -> str:
         )
     if arrival.process == "gamma":
         return f"Gamma arrivals at {arrival.rate:g} req/s, CV {arrival.cv:g}"
+    if arrival.process == "burst":
+        return "all requests at t = 0 (burst)"
+    if arrival.process == "uniform":
+        return f"uniform arrivals at {arrival.rate:g} req/s"
     return f"Poisson arrivals at {arrival.rate:g} req/s"
+
+
+def _describe(source: str, cfg: WorkloadConfig, n: int, seed: int) -> str:
+    """The workload's one-line summary, the same shape for every source and client."""
+    priority = cfg.priority
+    share = f" ({priority.high_share:g} in tier 0)" if priority.sampler == "share" else ""
+    return (
+        f"{source}; {_describe_arrivals(cfg)}; {n} requests; "
+        f"tiers: {priority.sampler}{share}, K={priority.tiers}; seed {seed}"
+    )
 
 
 def _requests(
@@ -173,21 +191,24 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
     """The request stream of a run: a pure function of (``cfg``, ``seed``) and the trace file."""
     if seed < 0:
         raise ConfigError(f"seed: must be >= 0, got {seed}")
+    if cfg.client == "artifact":
+        stream = client_stream(cfg, seed)
+        description = _describe(stream.description, cfg, len(stream.tier), seed)
+        return Workload(
+            stream.arrival, stream.prompt_tokens, stream.output_tokens, stream.tier, description
+        )
     shape = resolve_shape(cfg.shape, cfg.source)
     prompt, output, timestamps, source = _requests(cfg, seed, root, shape)
     prompt, output = shape_lengths(prompt, output, shape)
     if not shape.is_identity:
         source = f"{source}; {shape.describe()}"
     n = len(prompt)
-    if cfg.arrival.process == "trace":
+    process = cfg.arrival.process
+    if process == "trace":
         arrival = replay_arrivals(timestamps, cfg.arrival.rate)
+    elif process in ("uniform", "burst"):
+        arrival = deterministic_arrivals(n, process, cfg.arrival.rate)
     else:
         arrival = renewal_arrivals(_rng(seed, _ARRIVALS), n, cfg.arrival.rate, cfg.arrival.cv)
-    priority = cfg.priority
-    tier = sample_tiers(_rng(seed, _TIERS), n, priority)
-    share = f" ({priority.high_share:g} in tier 0)" if priority.sampler == "share" else ""
-    description = (
-        f"{source}; {_describe_arrivals(cfg)}; {n} requests; "
-        f"tiers: {priority.sampler}{share}, K={priority.tiers}; seed {seed}"
-    )
-    return Workload(arrival, prompt, output, tier, description)
+    tier = sample_tiers(_rng(seed, _TIERS), n, cfg.priority)
+    return Workload(arrival, prompt, output, tier, _describe(source, cfg, n, seed))

@@ -19,5 +19,10 @@ def power_law_lengths(
     """
     ranks = np.arange(1, 2 * mean)
     draws = rng.choice(ranks, size=n, p=stats.zipfian.pmf(ranks, alpha, len(ranks)))
+    return scale_to_mean(draws, mean, cap)
+
+
+def scale_to_mean(draws: np.ndarray, mean: int, cap: int) -> np.ndarray:
+    """Ranks times mean/sample-mean, rounded up, truncated at ``cap`` (Llumnix's client's rule)."""
     scaled = np.ceil(draws * (mean / draws.mean()))
     return np.minimum(scaled, cap).astype(np.int64)
