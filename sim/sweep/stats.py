@@ -31,7 +31,7 @@ _CHUNK = 500  # rows bootstrapped per vectorised call (memory: rows x resamples 
 AGGREGATED = tuple(
     re.compile(pattern)
     for pattern in (
-        r"latency(_by_tier\.\d+)?\.[a-z_]+\.(mean|p50|p99)",
+        r"latency(_by_tier\.\d+)?\.[a-z0-9_]+\.(mean|p50|p99)",
         r"cost\.(instance_seconds|average_instances|gpu_hours|cost|cost_per_request|cost_per_latency)",
         r"throughput\.[a-z_]+",
         r"requests\.(finished|aborted|unfinished|preempted|preemptions|migrated|migrations)",
@@ -39,8 +39,9 @@ AGGREGATED = tuple(
         r"migration\.churn\.[a-z_0-9]+",
         r"migration\.migrating_fraction\.mean",
         r"fragmentation\.mean_fraction",
-        r"scaling\.(min_instances|max_instances)",
-        r"faults\.(lost_requests|retried_requests)",
+        r"scaling\.(min_instances|max_instances|actions\.scale_out|actions\.scale_in)",
+        r"faults\.(lost_requests|retried_requests|leaked_blocks)",
+        r"faults\.faults\.\d+\.(p99_prefill_before|p99_prefill_during|recovery_seconds)",
     )
 )
 

@@ -19,7 +19,6 @@ import pandas as pd
 import yaml
 
 from sim.config import SimulationConfig, to_dict
-from sim.metrics.report import _strict_json
 
 SUMMARY = "summary.json"
 _TEMP_PREFIXES = (".tmp-", ".old-")
@@ -80,6 +79,10 @@ class RunStore:
 
     def write(self, key: str, config: SimulationConfig, summary: dict[str, Any]) -> None:
         """Store a run: write a temporary folder, then rename it into place."""
+        # imported here: sim.metrics forces matplotlib's Agg backend, which would stop a
+        # notebook that only reads results (sim.sweep.plots) from drawing inline
+        from sim.metrics.report import _strict_json
+
         summary = dict(summary)
         tables = summary.pop("tables", {}) or {}
         tmp = self.root / f".tmp-{os.getpid()}-{key}"
