@@ -71,10 +71,16 @@ def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, dict[str,
 
     if not tasks:
         return
-    # fork where available: workers start with the driver's imports and cost ~nothing
+    # fork where available: workers start with the driver's imports and warm replica models
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    import sim.sweep.cell  # noqa: F401  (imported before the fork, so workers share it)
+    if method == "fork":
+        from sim.sweep.cell import replica_model
 
+        for task in tasks:
+            try:
+                replica_model(task.config)
+            except ConfigError as exc:
+                raise RunFailed(task, exc) from None
     pool = multiprocessing.get_context(method).Pool(min(jobs, len(tasks)), _worker_init)
     try:
         yield from pool.imap_unordered(run_task, tasks, chunksize=1)

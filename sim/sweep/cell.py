@@ -16,8 +16,9 @@ from sim.config import ConfigError, SimulationConfig
 _MODELS: dict[tuple, Any] = {}  # hardware settings -> loaded replica model, per process
 
 
-def _replica_model(config: SimulationConfig) -> Any:
-    """The replica model for this cluster, loaded once per process (the warm model)."""
+def replica_model(config: SimulationConfig) -> Any:
+    """The replica model for this cluster, loaded once per process (the warm model); a
+    driver that calls it before forking its workers hands them the model ready."""
     from sim.hardware import UnknownHardwareError, load_replica_model
 
     cluster = config.cluster
@@ -48,7 +49,7 @@ def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, 
     from sim.metrics import summarize
     from sim.metrics import tables as builders
 
-    result = Simulation(config, replica_model=_replica_model(config)).run()
+    result = Simulation(config, replica_model=replica_model(config)).run()
     if result.interrupted:
         raise KeyboardInterrupt
     frames = {
