@@ -74,11 +74,11 @@ def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, dict[str,
     # fork where available: workers start with the driver's imports and warm replica models
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     if method == "fork":
-        from sim.sweep.cell import replica_model
+        from sim.sweep.cell import warm
 
         for task in tasks:
             try:
-                replica_model(task.config)
+                warm(task.config)
             except ConfigError as exc:
                 raise RunFailed(task, exc) from None
     pool = multiprocessing.get_context(method).Pool(min(jobs, len(tasks)), _worker_init)
@@ -146,6 +146,8 @@ def execute(
     tasks: Sequence[Task], backend: str = "local", jobs: int | None = None, address: str | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Run ``tasks`` on ``backend``; yields (key, summary) as each finishes."""
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs: must be >= 1, got {jobs}")
     jobs = jobs or default_jobs()
     if backend == "local":
         if address is not None:

@@ -65,6 +65,15 @@ def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, 
     return summary
 
 
+def warm(config: SimulationConfig) -> None:
+    """Import what ``run_cell`` needs and load this config's replica model, so processes
+    forked afterwards start ready (a pool's workers then never import or load again)."""
+    import sim.engine.simulation  # noqa: F401
+    import sim.metrics  # noqa: F401
+
+    replica_model(config)
+
+
 def check_cell(config: SimulationConfig) -> None:
     """Raise the ConfigError the engine would raise first: unknown scheduler, hardware or trace."""
     from sim.cluster import make_scheduler

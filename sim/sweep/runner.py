@@ -33,7 +33,8 @@ class SweepOutcome:
     unique: int  # distinct configs (runs sharing a key run once)
     reused: int
     computed: int = 0
-    wall_seconds: float = 0.0
+    wall_seconds: float = 0.0  # the whole sweep: checks, runs, indexes
+    run_seconds: float = 0.0  # from the first task handed out to the last result stored
     interrupted: bool = False
     files: list[str] = field(default_factory=list)
 
@@ -41,7 +42,7 @@ class SweepOutcome:
         state = "INTERRUPTED, " if self.interrupted else ""
         return (
             f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused, "
-            f"{self.computed} computed in {self.wall_seconds:.1f} s; wrote "
+            f"{self.computed} computed in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running); wrote "
             f"{', '.join(self.files)} to {self.out_dir}/"
         )
 
@@ -112,6 +113,7 @@ def run_sweep(
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
     bar = _progress_bar(grid.name, unique, outcome.reused, progress)
     complete = False
+    running = time.perf_counter()
     try:
         for key, summary in execute(tasks, backend, jobs, address):
             store.write(key, by_key[key].config, summary)
@@ -126,6 +128,7 @@ def run_sweep(
         outcome.interrupted = True
         raise
     finally:
+        outcome.run_seconds = time.perf_counter() - running
         if bar is not None:
             bar.close()
         outcome.files = write_indexes(grid, store, out_dir, complete)
