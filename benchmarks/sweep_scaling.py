@@ -33,8 +33,22 @@ def sweep(grid: Path, jobs: int) -> tuple[int, float, float]:
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "sim", "sweep", str(grid), "--jobs", str(jobs), "--quiet", "--out", out],
-            cwd=REPO, capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                "-m",
+                "sim",
+                "sweep",
+                str(grid),
+                "--jobs",
+                str(jobs),
+                "--quiet",
+                "--out",
+                out,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         wall = time.perf_counter() - started
     match = LINE.search(done.stdout)
@@ -47,7 +61,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--full", action="store_true", help=f"also time {FULL.name} with --jobs 2")
     args = parser.parse_args()
-    print(f"$ python benchmarks/sweep_scaling.py --grid {args.grid.relative_to(REPO)} --repeats {args.repeats}")
+    print(
+        f"$ python benchmarks/sweep_scaling.py --grid {args.grid.relative_to(REPO)} --repeats {args.repeats}"
+    )
     rates = {}
     for jobs in (1, 2):
         results = [sweep(args.grid, jobs) for _ in range(args.repeats)]
@@ -65,7 +81,9 @@ def main() -> None:
     )
     if args.full:
         runs, wall, running = sweep(FULL, 2)
-        print(f"{FULL.name} --jobs 2: {runs} runs in {wall / 60:.1f} min ({running / 60:.1f} min running)")
+        print(
+            f"{FULL.name} --jobs 2: {runs} runs in {wall / 60:.1f} min ({running / 60:.1f} min running)"
+        )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,20 @@ GRIDS = REPO / "experiments" / "grids"
 def fake_summary(config: SimulationConfig, prefill_p99: float, tiers: int = 1) -> dict[str, Any]:
     """The parts of a run summary the sweep, index and capacity code read."""
     latency = {
-        metric: {"mean": prefill_p99 / 2, "p50": prefill_p99 / 3, "p90": prefill_p99 * 0.8, "p99": prefill_p99, "count": 10}
-        for metric in ("prefill_latency", "decode_latency_per_token", "e2e_latency", "queueing_delay", "preemption_loss")
+        metric: {
+            "mean": prefill_p99 / 2,
+            "p50": prefill_p99 / 3,
+            "p90": prefill_p99 * 0.8,
+            "p99": prefill_p99,
+            "count": 10,
+        }
+        for metric in (
+            "prefill_latency",
+            "decode_latency_per_token",
+            "e2e_latency",
+            "queueing_delay",
+            "preemption_loss",
+        )
     }
     return {
         "name": config.name,
@@ -28,7 +40,12 @@ def fake_summary(config: SimulationConfig, prefill_p99: float, tiers: int = 1) -
         "requests": {"total": 10, "finished": 10},
         "latency": latency,
         "latency_by_tier": {str(t): latency for t in range(tiers)},
-        "cost": {"average_instances": float(config.cluster.instances), "gpus_per_instance": 1, "cost_per_request": 0.01, "cost_per_latency": math.nan},
+        "cost": {
+            "average_instances": float(config.cluster.instances),
+            "gpus_per_instance": 1,
+            "cost_per_request": 0.01,
+            "cost_per_latency": math.nan,
+        },
         "simulation": {"wall_seconds": 0.1, "simulated_seconds": 10.0},
     }
 

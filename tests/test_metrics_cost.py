@@ -13,7 +13,11 @@ from sim.metrics.cost import cost_summary, gpus_per_instance
 
 @pytest.mark.parametrize(
     ("overrides", "gpus"),
-    [([], 1), (["cluster.model=llama-30b"], 4), (["cluster.model=llama-30b", "cluster.tensor_parallel=4"], 4)],
+    [
+        ([], 1),
+        (["cluster.model=llama-30b"], 4),
+        (["cluster.model=llama-30b", "cluster.tensor_parallel=4"], 4),
+    ],
 )
 def test_gpus_per_instance_is_the_tensor_parallel_degree(overrides, gpus):
     assert gpus_per_instance(load_config(base={}, overrides=overrides).cluster) == gpus

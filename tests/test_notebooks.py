@@ -11,7 +11,12 @@ from sim.sweep.plots import RESULTS_ENV, SMOKE_ENV
 from tests.sweep_support import REPO
 
 NOTEBOOKS = REPO / "notebooks"
-READS = {"k_sweep": ["k_sweep_smoke"], "paper": ["paper_smoke"], "migration": ["paper_smoke"], "stress": ["stress_smoke"]}
+READS = {
+    "k_sweep": ["k_sweep_smoke"],
+    "paper": ["paper_smoke"],
+    "migration": ["paper_smoke"],
+    "stress": ["stress_smoke"],
+}
 
 
 def test_every_notebook_is_tested():
@@ -34,8 +39,19 @@ def test_notebook_executes_against_a_smoke_sweep(name, smoke_results, monkeypatc
     monkeypatch.setenv(RESULTS_ENV, str(smoke_results.root))
     monkeypatch.setenv(SMOKE_ENV, "1")
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}})
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}
+    )
     client.execute()
-    images = sum("image/png" in output.get("data", {}) for cell in notebook.cells for output in cell.get("outputs", []))
-    errors = [output for cell in notebook.cells for output in cell.get("outputs", []) if output.get("name") == "stderr"]
+    images = sum(
+        "image/png" in output.get("data", {})
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+    )
+    errors = [
+        output
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if output.get("name") == "stderr"
+    ]
     assert images >= 1 and not errors, errors

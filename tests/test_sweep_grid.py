@@ -45,16 +45,32 @@ def test_axes_multiply_zip_blocks_vary_together_and_variants_bundle_settings():
     g = grid(
         seeds=2,
         axes={"workload.arrival.rate": [2, 4, 8]},
-        zip=[{"workload.priority.tiers": [1, 3], "workload.priority.sampler": ["uniform", "gaussian"]}],
-        variants={"scheduler": {"llumnix": {"scheduler.name": "llumnix", "scheduler.headroom.h_max": 0.3},
-                                "infaas": {"scheduler": {"name": "infaas++"}}}},
+        zip=[
+            {
+                "workload.priority.tiers": [1, 3],
+                "workload.priority.sampler": ["uniform", "gaussian"],
+            }
+        ],
+        variants={
+            "scheduler": {
+                "llumnix": {"scheduler.name": "llumnix", "scheduler.headroom.h_max": 0.3},
+                "infaas": {"scheduler": {"name": "infaas++"}},
+            }
+        },
     )
     assert len(g.cells) == 3 * 2 * 2 and len(g.runs) == 24
-    assert g.columns == ["workload.arrival.rate", "workload.priority.tiers", "workload.priority.sampler", "scheduler"]
+    assert g.columns == [
+        "workload.arrival.rate",
+        "workload.priority.tiers",
+        "workload.priority.sampler",
+        "scheduler",
+    ]
     pairs = {(r.config.workload.priority.tiers, r.config.workload.priority.sampler) for r in g.runs}
     assert pairs == {(1, "uniform"), (3, "gaussian")}
     llumnix = [r.config for r in g.runs if r.cell.coords["scheduler"] == "llumnix"]
-    assert {c.scheduler.name for c in llumnix} == {"llumnix"} and {c.scheduler.headroom.h_max for c in llumnix} == {0.3}
+    assert {c.scheduler.name for c in llumnix} == {"llumnix"} and {
+        c.scheduler.headroom.h_max for c in llumnix
+    } == {0.3}
     infaas = [r.config for r in g.runs if r.cell.coords["scheduler"] == "infaas"]
     assert {c.scheduler.headroom.h_max for c in infaas} == {0.2}  # a mapping merges into the base
     assert {c.cluster.instances for c in infaas} == {2}
@@ -64,7 +80,10 @@ def test_parts_are_a_union_and_seeds_replicate_every_cell():
     g = grid(
         seeds=[5, 9],
         axes={"workload.arrival.rate": [2, 4]},
-        parts=[{"name": "a", "set": {"cluster.instances": 3}}, {"name": "b", "axes": {"cluster.instances": [1, 4, 8]}}],
+        parts=[
+            {"name": "a", "set": {"cluster.instances": 3}},
+            {"name": "b", "axes": {"cluster.instances": [1, 4, 8]}},
+        ],
     )
     assert len(g.cells) == 2 + 2 * 3 and {r.seed for r in g.runs} == {5, 9}
     assert g.columns[0] == "part"
@@ -73,18 +92,29 @@ def test_parts_are_a_union_and_seeds_replicate_every_cell():
 
 def test_the_key_is_what_the_run_computes_not_where_it_writes():
     config = load_config(base=BASE)
-    renamed = load_config(base=BASE, overrides=["name=other", "output.dir=/elsewhere", "output.plots=false"])
+    renamed = load_config(
+        base=BASE, overrides=["name=other", "output.dir=/elsewhere", "output.plots=false"]
+    )
     assert run_key(config) == run_key(renamed)
     assert run_key(config) != run_key(load_config(base=BASE, overrides=["seed=1"]))
-    assert run_key(config) != run_key(load_config(base=BASE, overrides=["output.timeseries_interval=2"]))
+    assert run_key(config) != run_key(
+        load_config(base=BASE, overrides=["output.timeseries_interval=2"])
+    )
 
 
 def test_variants_of_a_cell_see_the_same_requests_at_the_same_seed():
-    g = grid(seeds=2, variants={"scheduler": {"a": {"scheduler.name": "llumnix"}, "b": {"scheduler.name": "infaas++"}}})
+    g = grid(
+        seeds=2,
+        variants={
+            "scheduler": {"a": {"scheduler.name": "llumnix"}, "b": {"scheduler.name": "infaas++"}}
+        },
+    )
     by_seed = {}
     for run in g.runs:
         workload = build_workload(run.config.workload, run.seed)
-        by_seed.setdefault(run.seed, []).append((workload.arrival.tolist(), workload.prompt_tokens.tolist()))
+        by_seed.setdefault(run.seed, []).append(
+            (workload.arrival.tolist(), workload.prompt_tokens.tolist())
+        )
     for seed, (first, second) in by_seed.items():
         assert first == second
     assert by_seed[0][0] != by_seed[1][0]
@@ -95,14 +125,28 @@ def test_variants_of_a_cell_see_the_same_requests_at_the_same_seed():
     [
         ({"axis": {}}, "axis: unknown grid key"),
         ({"axes": {"workload.arrival.rate": []}}, "axes.workload.arrival.rate: empty list"),
-        ({"zip": [{"workload.arrival.rate": [1, 2], "cluster.instances": [1]}]}, "zip[0]: lists of different lengths"),
-        ({"axes": {"scheduler.name": ["llumnix"]}, "variants": {"s": {"x": {"scheduler": {"name": "infaas++"}}}}},
-         "variants.s: sets scheduler.name, which axes.scheduler.name already varies"),
+        (
+            {"zip": [{"workload.arrival.rate": [1, 2], "cluster.instances": [1]}]},
+            "zip[0]: lists of different lengths",
+        ),
+        (
+            {
+                "axes": {"scheduler.name": ["llumnix"]},
+                "variants": {"s": {"x": {"scheduler": {"name": "infaas++"}}}},
+            },
+            "variants.s: sets scheduler.name, which axes.scheduler.name already varies",
+        ),
         ({"axes": {"seed": [1, 2]}}, "vary seeds with 'seeds: N'"),
         ({"seeds": 0}, "seeds: must be >= 1"),
         ({"tables": ["batches"]}, "tables: unknown table 'batches'"),
-        ({"axes": {"workload.arival.rate": [1]}}, "cell [workload.arival.rate=1]: workload.arival: unknown key"),
-        ({"axes": {"workload.arrival.rate": [2, -1]}}, "cell [workload.arrival.rate=-1]: workload.arrival.rate: must be > 0"),
+        (
+            {"axes": {"workload.arival.rate": [1]}},
+            "cell [workload.arival.rate=1]: workload.arival: unknown key",
+        ),
+        (
+            {"axes": {"workload.arrival.rate": [2, -1]}},
+            "cell [workload.arrival.rate=-1]: workload.arrival.rate: must be > 0",
+        ),
         ({"parts": [{"name": "p", "axis": {}}]}, "parts.p.axis: unknown grid key"),
     ],
 )
@@ -115,16 +159,22 @@ def test_a_bad_grid_names_the_cell_and_the_key(spec, named):
 
 def test_names_the_engine_rejects_stop_the_grid_before_it_runs():
     g = grid(axes={"scheduler.name": ["llumnix", "fifo"]})
-    with pytest.raises(ConfigError, match=r"cell \[scheduler.name=fifo\]: scheduler.name: unknown scheduler"):
+    with pytest.raises(
+        ConfigError, match=r"cell \[scheduler.name=fifo\]: scheduler.name: unknown scheduler"
+    ):
         check_grid(g)
 
 
 def test_cli_exits_2_with_one_line_for_a_bad_grid(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text(f"base: {REPO}/experiments/configs/quickstart.yaml\naxes:\n  cluster.instances: [4, 0]\n")
+    path.write_text(
+        f"base: {REPO}/experiments/configs/quickstart.yaml\naxes:\n  cluster.instances: [4, 0]\n"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "sim", "sweep", str(path), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (

@@ -25,7 +25,10 @@ SMOKE = GRIDS / "k_sweep_smoke.yaml"
 def sweep_cli(*args: str, out: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "sim", "sweep", *args, "--out", str(out)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -44,7 +47,9 @@ def wait_for_runs(out: Path, count: int, process: subprocess.Popen, timeout: flo
 
 def assert_same_results(out: Path, reference: Path) -> None:
     for stem in ("index", "aggregate"):
-        pd.testing.assert_frame_equal(pd.read_parquet(out / f"{stem}.parquet"), pd.read_parquet(reference / f"{stem}.parquet"))
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(out / f"{stem}.parquet"), pd.read_parquet(reference / f"{stem}.parquet")
+        )
         assert (out / f"{stem}.csv").read_bytes() == (reference / f"{stem}.csv").read_bytes()
 
 
@@ -53,11 +58,20 @@ def test_the_smoke_index_has_a_row_per_cell_and_seed_with_every_metric(smoke_res
     index = pd.read_parquet(out / "index.parquet")
     assert len(index) == 64 and index["config_hash"].is_unique
     assert list(index.columns[:6]) == [
-        "workload.priority.tiers", "workload.priority.sampler", "workload.num_requests",
-        "workload.arrival.rate", "scheduler", "seed",
+        "workload.priority.tiers",
+        "workload.priority.sampler",
+        "workload.num_requests",
+        "workload.arrival.rate",
+        "scheduler",
+        "seed",
     ]
-    for column in ("latency.prefill_latency.p99", "latency_by_tier.3.decode_latency_per_token.p50",
-                   "cost.gpu_hours", "cost.cost_per_latency", "migration.downtime.p99"):
+    for column in (
+        "latency.prefill_latency.p99",
+        "latency_by_tier.3.decode_latency_per_token.p50",
+        "cost.gpu_hours",
+        "cost.cost_per_latency",
+        "migration.downtime.p99",
+    ):
         assert column in index.columns
     assert index["latency_by_tier.3.e2e_latency.mean"].notna().sum() == 32  # the K = 4 rows
     assert (index["requests.finished"] == index["workload.num_requests"]).all()
@@ -125,30 +139,48 @@ def test_a_value_only_the_engine_rejects_stops_the_sweep_naming_the_cell(tmp_pat
     assert main(["sweep", str(grid), "--jobs", "1", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert f"{grid}: cell [cluster.max_batch_size=400] seed 0: cluster.max_batch_size: 400 exceeds" in err
+    assert (
+        f"{grid}: cell [cluster.max_batch_size=400] seed 0: cluster.max_batch_size: 400 exceeds"
+        in err
+    )
 
 
 def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch):
     # prefill P99 = rate / 10 s: the SLO p99 <= 1 s holds up to exactly 10 req/s
-    monkeypatch.setattr("sim.sweep.cell.run_cell", fake_run_cell(lambda c: c.workload.arrival.rate / 10))
-    config = load_config(base={"workload": {"num_requests": 10, "arrival": {"rate": 3.0}}, "cluster": {"instances": 2}})
+    monkeypatch.setattr(
+        "sim.sweep.cell.run_cell", fake_run_cell(lambda c: c.workload.arrival.rate / 10)
+    )
+    config = load_config(
+        base={
+            "workload": {"num_requests": 10, "arrival": {"rate": 3.0}},
+            "cluster": {"instances": 2},
+        }
+    )
     slo = parse_slo("tier0.prefill_latency.p99<=1.0")
     result = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=2)
-    assert result.rate <= 10.0 < result.bracket[1] and (result.bracket[1] - result.rate) / result.rate <= 0.01
+    assert (
+        result.rate <= 10.0 < result.bracket[1]
+        and (result.bracket[1] - result.rate) / result.rate <= 0.01
+    )
     assert result.best.average_gpus == 2.0
     assert [p.meets for p in result.points] == [p.rate <= 10.0 for p in result.points]
     stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)}
     assert len(stamps) == 2 * len(result.points)  # each rate: one run per seed
     again = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=2)
     assert again.rate == result.rate
-    assert {p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)} == stamps  # all from the store
+    assert {
+        p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)
+    } == stamps  # all from the store
     saved = json.loads((tmp_path / "capacity.json").read_text())
     assert saved["rate"] == result.rate and saved["slos"] == {"tier0.prefill_latency.p99": 1.0}
 
 
 @pytest.mark.parametrize(
     ("slo", "named"),
-    [("prefill.p99<=1", "unknown metric 'prefill'"), ("e2e_latency.p99<1", "expected [tierN.]METRIC.STAT<=SECONDS")],
+    [
+        ("prefill.p99<=1", "unknown metric 'prefill'"),
+        ("e2e_latency.p99<1", "expected [tierN.]METRIC.STAT<=SECONDS"),
+    ],
 )
 def test_a_bad_slo_is_named(slo, named):
     with pytest.raises(ConfigError, match=named.replace("[", r"\[").replace(".", r"\.")):

@@ -29,15 +29,36 @@ def test_degenerate_samples_get_the_obvious_interval():
 def index_frame(values_a, values_b, extra=None):
     rows = []
     for seed, (a, b) in enumerate(zip(values_a, values_b)):
-        rows.append({"load": 1, "scheduler": "base", "seed": seed, "config_hash": f"a{seed}", "latency.e2e_latency.mean": a, **(extra or {})})
-        rows.append({"load": 1, "scheduler": "new", "seed": seed, "config_hash": f"b{seed}", "latency.e2e_latency.mean": b, **(extra or {})})
+        rows.append(
+            {
+                "load": 1,
+                "scheduler": "base",
+                "seed": seed,
+                "config_hash": f"a{seed}",
+                "latency.e2e_latency.mean": a,
+                **(extra or {}),
+            }
+        )
+        rows.append(
+            {
+                "load": 1,
+                "scheduler": "new",
+                "seed": seed,
+                "config_hash": f"b{seed}",
+                "latency.e2e_latency.mean": b,
+                **(extra or {}),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def test_aggregate_has_one_row_per_cell_with_mean_and_interval():
     index = index_frame([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0])
     agg = aggregate(index)
-    assert list(agg[["load", "scheduler", "seeds"]].itertuples(index=False, name=None)) == [(1, "base", 4), (1, "new", 4)]
+    assert list(agg[["load", "scheduler", "seeds"]].itertuples(index=False, name=None)) == [
+        (1, "base", 4),
+        (1, "new", 4),
+    ]
     assert agg["latency.e2e_latency.mean"].tolist() == [2.5, 5.0]
     assert (agg["latency.e2e_latency.mean.ci_low"] < agg["latency.e2e_latency.mean"]).all()
     assert (agg["latency.e2e_latency.mean"] < agg["latency.e2e_latency.mean.ci_high"]).all()
@@ -48,7 +69,9 @@ def test_pairing_by_seed_cancels_the_noise_both_variants_share():
     shared = rng.lognormal(mean=2.0, sigma=0.8, size=8)  # seed-to-seed variation (the requests)
     index = index_frame(shared, 2.0 * shared)
     agg = aggregate(index)
-    unpaired_width = (agg["latency.e2e_latency.mean.ci_high"] - agg["latency.e2e_latency.mean.ci_low"]).iloc[1]
+    unpaired_width = (
+        agg["latency.e2e_latency.mean.ci_high"] - agg["latency.e2e_latency.mean.ci_low"]
+    ).iloc[1]
     ratio = paired(index, "latency.e2e_latency.mean", "scheduler", "base")
     new = ratio[ratio["scheduler"] == "new"].iloc[0]
     assert new["ratio"] == pytest.approx(2.0) and new["seeds"] == 8
@@ -58,7 +81,9 @@ def test_pairing_by_seed_cancels_the_noise_both_variants_share():
 
 
 def test_missing_tiers_do_not_poison_the_other_cells():
-    index = index_frame([1.0, 2.0], [1.0, 2.0], extra={"latency_by_tier.1.prefill_latency.p99": np.nan})
+    index = index_frame(
+        [1.0, 2.0], [1.0, 2.0], extra={"latency_by_tier.1.prefill_latency.p99": np.nan}
+    )
     index.loc[index["scheduler"] == "new", "latency_by_tier.1.prefill_latency.p99"] = [0.5, 0.7]
     agg = aggregate(index)
     assert np.isnan(agg.loc[0, "latency_by_tier.1.prefill_latency.p99"])

@@ -47,8 +47,15 @@ def test_asking_for_more_tables_replaces_the_run_folder_in_one_swap(tmp_path):
     store = RunStore(tmp_path)
     config = load_config(base={})
     store.write("k", config, fake_summary(config, 1.0))
-    store.write("k", config, {**fake_summary(config, 2.0), "tables": {"migrations": pd.DataFrame({"a": [1]})}})
-    assert store.is_done("k", ["migrations"]) and store.summary("k")["latency"]["prefill_latency"]["p99"] == 2.0
+    store.write(
+        "k",
+        config,
+        {**fake_summary(config, 2.0), "tables": {"migrations": pd.DataFrame({"a": [1]})}},
+    )
+    assert (
+        store.is_done("k", ["migrations"])
+        and store.summary("k")["latency"]["prefill_latency"]["p99"] == 2.0
+    )
     assert store.table("k", "migrations")["a"].tolist() == [1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]
 

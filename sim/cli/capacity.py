@@ -10,7 +10,9 @@ from sim.cli.sweep import add_execution_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="YAML run config; its arrival rate is where the search starts")
+    parser.add_argument(
+        "config", help="YAML run config; its arrival rate is where the search starts"
+    )
     parser.add_argument(
         "--slo",
         action="append",
@@ -33,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a config value (repeatable)",
     )
-    parser.add_argument("--out", type=Path, help="results folder (default: results/capacity/<name>)")
+    parser.add_argument(
+        "--out", type=Path, help="results folder (default: results/capacity/<name>)"
+    )
     add_execution_arguments(parser)
 
 
@@ -48,10 +52,20 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seeds: must be >= 1, got {args.seeds}")
     out_dir = args.out or Path("results") / "capacity" / config.name
     result = search_capacity(
-        config, slos, out_dir, args.seeds, args.low, args.high, args.tolerance,
-        args.jobs, args.backend, args.address,
+        config,
+        slos,
+        out_dir,
+        args.seeds,
+        args.low,
+        args.high,
+        args.tolerance,
+        args.jobs,
+        args.backend,
+        args.address,
     )
-    header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(f" {slo.name + '<=' + format(slo.limit, 'g'):>32}" for slo in slos)
+    header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
+        f" {slo.name + '<=' + format(slo.limit, 'g'):>32}" for slo in slos
+    )
     print(header)
     for point in result.points:
         print(
@@ -62,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     cluster = f"{config.cluster.instances} x {config.cluster.model} ({gpus} GPU{'s' if gpus > 1 else ''} each)"
     best = result.best
     if best is None:
-        print(f"\nno rate tried meets the SLOs on {cluster}; lowest tried {result.bracket[1]:g} req/s")
+        print(
+            f"\nno rate tried meets the SLOs on {cluster}; lowest tried {result.bracket[1]:g} req/s"
+        )
         return 1
     upper = result.bracket[1]
     bound = f"(fails at {upper:g})" if math.isfinite(upper) else "(the highest rate tried)"

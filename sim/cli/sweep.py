@@ -28,10 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     """--jobs, --backend, --address, --quiet: shared with ``llumsim capacity``."""
     parser.add_argument(
-        "--jobs", type=int, default=None, help=f"parallel runs (default: all cores, {default_jobs()} here)"
+        "--jobs",
+        type=int,
+        default=None,
+        help=f"parallel runs (default: all cores, {default_jobs()} here)",
     )
     parser.add_argument("--backend", choices=BACKENDS, default="local", help="where runs execute")
-    parser.add_argument("--address", help="Ray cluster address (--backend ray; default: a local Ray)")
+    parser.add_argument(
+        "--address", help="Ray cluster address (--backend ray; default: a local Ray)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -46,13 +51,20 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for cell in grid.cells:
             print(cell.label)
-        print(f"{grid.name}: {len(grid.cells)} cells x {len(grid.seeds)} seeds = {len(grid.runs)} runs")
+        print(
+            f"{grid.name}: {len(grid.cells)} cells x {len(grid.seeds)} seeds = {len(grid.runs)} runs"
+        )
         return 0
     out_dir = args.out or Path("results") / grid.name
     try:
-        outcome = run_sweep(grid, out_dir, args.jobs, args.backend, args.address, show_progress(args))
+        outcome = run_sweep(
+            grid, out_dir, args.jobs, args.backend, args.address, show_progress(args)
+        )
     except KeyboardInterrupt:
-        print(f"{grid.name}: interrupted; finished runs are kept, run the same command to resume", file=sys.stderr)
+        print(
+            f"{grid.name}: interrupted; finished runs are kept, run the same command to resume",
+            file=sys.stderr,
+        )
         return 130
     print(outcome.line())
     return 0

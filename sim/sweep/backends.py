@@ -91,9 +91,10 @@ def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, dict[str,
 
 
 def run_ray(
-    tasks: Sequence[Task], jobs: int, address: str | None = None
+    tasks: Sequence[Task], jobs: int | None, address: str | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The same runs as Ray tasks, on a local Ray (``jobs`` CPUs) or the cluster at ``address``.
+    """The same runs as Ray tasks, on a local Ray (``jobs`` CPUs, default all cores) or the
+    cluster at ``address`` (at most ``jobs`` runs at a time, default as many as it has CPUs).
 
     On a local Ray the workers import the driver's checkout (``PYTHONPATH``), so both run the
     same code; cluster nodes need llumsim installed at the same version, with the traces.
@@ -101,9 +102,7 @@ def run_ray(
     try:
         import ray
     except ImportError:
-        raise ConfigError(
-            "--backend ray: ray is not installed (pip install -e '.[ray]')"
-        ) from None
+        raise ConfigError("--backend ray: ray is not installed (pip install -e '.[ray]')") from None
     if not tasks:
         return
     started = not ray.is_initialized()
@@ -114,14 +113,17 @@ def run_ray(
 
             root = str(Path(sim.__file__).resolve().parents[1])
             path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-            options.update(num_cpus=jobs, runtime_env={"env_vars": {"PYTHONPATH": path}})
+            options.update(
+                num_cpus=jobs or default_jobs(), runtime_env={"env_vars": {"PYTHONPATH": path}}
+            )
         else:
             options.update(address=address)
         ray.init(**options)
     remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
     pending: dict[Any, Task] = {}
     queue = list(tasks)
-    window = max(2 * jobs, 1)
+    slots = jobs or int(ray.cluster_resources().get("CPU", 1))
+    window = 2 * max(slots, 1)  # enough queued that no worker waits, few enough to cancel
     try:
         while queue or pending:
             while queue and len(pending) < window:
@@ -143,16 +145,18 @@ def run_ray(
 
 
 def execute(
-    tasks: Sequence[Task], backend: str = "local", jobs: int | None = None, address: str | None = None
+    tasks: Sequence[Task],
+    backend: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Run ``tasks`` on ``backend``; yields (key, summary) as each finishes."""
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs: must be >= 1, got {jobs}")
-    jobs = jobs or default_jobs()
     if backend == "local":
         if address is not None:
             raise ConfigError("--address: only the ray backend connects to a cluster")
-        return run_local(tasks, jobs)
+        return run_local(tasks, jobs or default_jobs())
     if backend == "ray":
         return run_ray(tasks, jobs, address)
     raise ConfigError(f"--backend: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")

@@ -48,7 +48,11 @@ class Slo:
 
     def value(self, summary: dict[str, Any]) -> float:
         """This SLO's latency in a run summary (NaN when the tier finished no request)."""
-        latency = summary["latency"] if self.tier is None else summary["latency_by_tier"].get(str(self.tier))
+        latency = (
+            summary["latency"]
+            if self.tier is None
+            else summary["latency_by_tier"].get(str(self.tier))
+        )
         value = None if latency is None else latency[self.metric][self.stat]
         return math.nan if value is None else float(value)
 
@@ -62,7 +66,9 @@ def parse_slo(text: str) -> Slo:
         )
     tier, metric, stat, limit = match.groups()
     if metric not in LATENCY_METRICS:
-        raise ConfigError(f"--slo {text!r}: unknown metric {metric!r} (known: {', '.join(LATENCY_METRICS)})")
+        raise ConfigError(
+            f"--slo {text!r}: unknown metric {metric!r} (known: {', '.join(LATENCY_METRICS)})"
+        )
     try:
         bound = float(limit)
     except ValueError:
@@ -222,7 +228,9 @@ def _write(result: Capacity, slos: Sequence[Slo], out_dir: Path) -> None:
     data = {
         "slos": {slo.name: slo.limit for slo in slos},
         "rate": result.rate,
-        "bracket": list(result.bracket) if math.isfinite(result.bracket[1]) else [result.bracket[0], None],
+        "bracket": (
+            list(result.bracket) if math.isfinite(result.bracket[1]) else [result.bracket[0], None]
+        ),
         "points": [dataclasses.asdict(p) for p in result.points],
     }
     text = json.dumps(_strict_json(data), indent=1, allow_nan=False)

@@ -26,7 +26,18 @@ from typing import Any, Iterable, Mapping, Sequence
 from sim.config import ConfigError, OutputConfig, SimulationConfig, config_hash, from_dict
 from sim.config.loader import apply_overrides, read_yaml
 
-GRID_KEYS = ("name", "description", "base", "set", "seeds", "axes", "zip", "variants", "tables", "parts")
+GRID_KEYS = (
+    "name",
+    "description",
+    "base",
+    "set",
+    "seeds",
+    "axes",
+    "zip",
+    "variants",
+    "tables",
+    "parts",
+)
 PART_KEYS = ("name", "set", "axes", "zip", "variants")
 TABLES = ("requests", "instances", "cluster", "migrations")
 PART_COLUMN = "part"
@@ -255,7 +266,11 @@ def _seeds(spec: Any, base_seed: int) -> list[int]:
         if spec < 1:
             raise ConfigError(f"seeds: must be >= 1, got {spec}")
         return [base_seed + i for i in range(spec)]
-    if isinstance(spec, list) and spec and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in spec):
+    if (
+        isinstance(spec, list)
+        and spec
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in spec)
+    ):
         if len(set(spec)) != len(spec):
             raise ConfigError(f"seeds: repeated seed in {spec}")
         return list(spec)
@@ -301,7 +316,12 @@ def _part_cells(
     return cells
 
 
-def expand(spec: Mapping, source: str = "<grid>", grid_dir: Path | None = None, overrides: Iterable[str] = ()) -> Grid:
+def expand(
+    spec: Mapping,
+    source: str = "<grid>",
+    grid_dir: Path | None = None,
+    overrides: Iterable[str] = (),
+) -> Grid:
     """Expand a grid mapping (as read from YAML) to its cells and runs, checking every one."""
     grid_dir = grid_dir or Path.cwd()
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 import numpy as np
 import pandas as pd
 
@@ -109,7 +110,11 @@ def by_tier(frame: pd.DataFrame) -> pd.DataFrame:
     ``.ci_low``/``.ci_high``). Tiers a cell does not have are dropped."""
     tiered = {c: _TIER.fullmatch(c) for c in frame.columns}
     tiered = {c: m for c, m in tiered.items() if m}
-    keep = [c for c in frame.columns if c not in tiered and not c.startswith(("latency.", "latency_by_tier."))]
+    keep = [
+        c
+        for c in frame.columns
+        if c not in tiered and not c.startswith(("latency.", "latency_by_tier."))
+    ]
     tiers = sorted({int(m.group(1)) for m in tiered.values()})
     parts = []
     for tier in tiers:
@@ -117,16 +122,27 @@ def by_tier(frame: pd.DataFrame) -> pd.DataFrame:
         part = frame[keep].copy()
         part.insert(len(keep), "tier", tier)
         part = pd.concat([part, frame[list(columns)].rename(columns=columns)], axis=1)
-        parts.append(part.dropna(subset=[c for c in columns.values() if not c.endswith(("ci_low", "ci_high"))], how="all"))
-    return pd.concat(parts, ignore_index=True) if parts else frame[keep].assign(tier=pd.Series(dtype=int))
+        parts.append(
+            part.dropna(
+                subset=[c for c in columns.values() if not c.endswith(("ci_low", "ci_high"))],
+                how="all",
+            )
+        )
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else frame[keep].assign(tier=pd.Series(dtype=int))
+    )
 
 
 def _panels(frame: pd.DataFrame, col: str | None, max_cols: int = 4, size=(4.2, 3.2)):
     keys = list(dict.fromkeys(frame[col])) if col else [None]
     ncols = min(len(keys), max_cols)
     nrows = -(-len(keys) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
-    for ax in axes.flat[len(keys):]:
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False
+    )
+    for ax in axes.flat[len(keys) :]:
         ax.set_visible(False)
     return fig, list(zip(keys, axes.flat))
 
@@ -143,8 +159,11 @@ def _one_row_per_x(group: pd.DataFrame, x: str, name: Any) -> None:
     if repeated.empty:
         return
     varying = [
-        c for c in repeated.columns
-        if c != x and not c.startswith(("latency", "cost", "seeds")) and repeated[c].nunique(dropna=False) > 1
+        c
+        for c in repeated.columns
+        if c != x
+        and not c.startswith(("latency", "cost", "seeds"))
+        and repeated[c].nunique(dropna=False) > 1
     ][:6]
     raise ValueError(
         f"line {_label(name)!r}: several rows per {x}; fix or split these columns first: {', '.join(varying)}"
@@ -152,7 +171,9 @@ def _one_row_per_x(group: pd.DataFrame, x: str, name: Any) -> None:
 
 
 def _label(value: Any) -> str:
-    return "(none)" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    return (
+        "(none)" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    )
 
 
 def plot_lines(
@@ -164,7 +185,7 @@ def plot_lines(
     logy: bool = False,
     title: str | None = None,
     ylabel: str | None = None,
-):
+) -> Figure:
     """``y`` against ``x``, one line per ``hue``, one panel per ``col``, with the 95%
     interval (``y.ci_low``..``y.ci_high``) as error bars where the frame has it."""
     fig, panels = _panels(frame, col)
@@ -175,7 +196,16 @@ def plot_lines(
             group = group.sort_values(x)
             _one_row_per_x(group, x, name)
             label = None if hue is None else _label(name)
-            ax.errorbar(group[x], group[y], yerr=_errors(group, y), marker="o", ms=3, capsize=2, lw=1.2, label=label)
+            ax.errorbar(
+                group[x],
+                group[y],
+                yerr=_errors(group, y),
+                marker="o",
+                ms=3,
+                capsize=2,
+                lw=1.2,
+                label=label,
+            )
         ax.set_xlabel(x)
         ax.set_ylabel(ylabel or y)
         if logy:
@@ -190,19 +220,29 @@ def plot_lines(
     return fig
 
 
-def plot_frontier(frame: pd.DataFrame, x: str, y: str, hue: str, annotate: str | None = None, logy: bool = False):
+def plot_frontier(
+    frame: pd.DataFrame, x: str, y: str, hue: str, annotate: str | None = None, logy: bool = False
+) -> Figure:
     """Each cell as a point (``x``, ``y``) with both intervals as error bars, one colour per
     ``hue``, its Pareto front (lower ``x`` and lower ``y`` both better) joined by a line."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name, group in frame.groupby(hue, sort=False):
         xerr = _errors(group, x)
         yerr = _errors(group, y)
-        bars = ax.errorbar(group[x], group[y], xerr=xerr, yerr=yerr, fmt="o", ms=4, capsize=2, label=_label(name))
+        bars = ax.errorbar(
+            group[x], group[y], xerr=xerr, yerr=yerr, fmt="o", ms=4, capsize=2, label=_label(name)
+        )
         front = pareto_front(group, x, y)
         ax.plot(front[x], front[y], color=bars[0].get_color(), alpha=0.6)
         if annotate:
             for _, row in group.iterrows():
-                ax.annotate(_label(row[annotate]), (row[x], row[y]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+                ax.annotate(
+                    _label(row[annotate]),
+                    (row[x], row[y]),
+                    fontsize=6,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     if logy:
@@ -233,7 +273,9 @@ def pareto_front(frame: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
     return ordered.loc[keep]
 
 
-def plot_downtime_vs_length(migrations: pd.DataFrame, block_size: int = 16, hue: str | None = None):
+def plot_downtime_vs_length(
+    migrations: pd.DataFrame, block_size: int = 16, hue: str | None = None
+) -> Figure:
     """Downtime of committed migrations against the migrated sequence length (tokens), with
     the median per length bin."""
     committed = migrations[migrations["outcome"] == "committed"].copy()
@@ -241,12 +283,25 @@ def plot_downtime_vs_length(migrations: pd.DataFrame, block_size: int = 16, hue:
     fig, ax = plt.subplots(figsize=(6, 4))
     groups = committed.groupby(hue, sort=False) if hue else [(None, committed)]
     for name, group in groups:
-        points = ax.scatter(group["tokens"], group["downtime"] * 1000, s=4, alpha=0.3, label=None if hue is None else _label(name))
+        points = ax.scatter(
+            group["tokens"],
+            group["downtime"] * 1000,
+            s=4,
+            alpha=0.3,
+            label=None if hue is None else _label(name),
+        )
         if len(group) >= 2:
             edges = np.unique(np.quantile(group["tokens"], np.linspace(0, 1, 11)))
             bins = pd.cut(group["tokens"], edges, include_lowest=True)
-            median = group.groupby(bins, observed=True).agg(tokens=("tokens", "median"), downtime=("downtime", "median"))
-            ax.plot(median["tokens"], median["downtime"] * 1000, color=points.get_facecolor()[0][:3], lw=2)
+            median = group.groupby(bins, observed=True).agg(
+                tokens=("tokens", "median"), downtime=("downtime", "median")
+            )
+            ax.plot(
+                median["tokens"],
+                median["downtime"] * 1000,
+                color=points.get_facecolor()[0][:3],
+                lw=2,
+            )
     ax.set_xlabel("migrated sequence length (tokens)")
     ax.set_ylabel("downtime (ms)")
     _legend(ax, hue)
@@ -255,7 +310,14 @@ def plot_downtime_vs_length(migrations: pd.DataFrame, block_size: int = 16, hue:
     return fig
 
 
-def plot_over_time(frame: pd.DataFrame, time: str, y: str, hue: str | None = None, step: bool = True, title: str | None = None):
+def plot_over_time(
+    frame: pd.DataFrame,
+    time: str,
+    y: str,
+    hue: str | None = None,
+    step: bool = True,
+    title: str | None = None,
+) -> Figure:
     """A time series (e.g. a kept ``cluster`` table's ``instances``), one line per ``hue``."""
     fig, ax = plt.subplots(figsize=(8, 3.5))
     groups = frame.groupby(hue, sort=False) if hue else [(None, frame)]
@@ -276,7 +338,9 @@ def plot_over_time(frame: pd.DataFrame, time: str, y: str, hue: str | None = Non
     return fig
 
 
-def migrations_over_time(migrations: pd.DataFrame, bin_seconds: float = 10.0, by: Sequence[str] = ("outcome",)) -> pd.DataFrame:
+def migrations_over_time(
+    migrations: pd.DataFrame, bin_seconds: float = 10.0, by: Sequence[str] = ("outcome",)
+) -> pd.DataFrame:
     """Migrations started per ``bin_seconds`` window, counted by ``by`` (a long frame with
     ``time`` = the window's start and ``migrations``)."""
     started = migrations.assign(time=(migrations["start"] // bin_seconds) * bin_seconds)

@@ -123,7 +123,9 @@ def run_sweep(
         complete = True
     except RunFailed as exc:
         label = by_key[exc.task.key].cell.label
-        raise ConfigError(f"{grid.source}: cell [{label}] seed {exc.task.config.seed}: {exc.error}") from None
+        raise ConfigError(
+            f"{grid.source}: cell [{label}] seed {exc.task.config.seed}: {exc.error}"
+        ) from None
     except KeyboardInterrupt:
         outcome.interrupted = True
         raise

@@ -57,7 +57,10 @@ def metric_columns(index: pd.DataFrame) -> list[str]:
 
 
 def bootstrap_ci(
-    samples: np.ndarray, level: float = LEVEL, resamples: int = RESAMPLES, random_state: int = RANDOM_STATE
+    samples: np.ndarray,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    random_state: int = RANDOM_STATE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the mean of each row of ``samples`` (rows x n, finite).
 
@@ -91,7 +94,9 @@ def bootstrap_ci(
     return low, high
 
 
-def _summarise(groups: list[tuple[tuple, pd.DataFrame]], metrics: Sequence[str]) -> dict[str, np.ndarray]:
+def _summarise(
+    groups: list[tuple[tuple, pd.DataFrame]], metrics: Sequence[str]
+) -> dict[str, np.ndarray]:
     """Mean and interval per (group, metric), bootstrapping rows of equal sample size together."""
     out = {}
     for metric in metrics:
@@ -146,7 +151,9 @@ def paired(
         raise KeyError(f"{group!r} is not a coordinate of this index ({', '.join(columns)})")
     others = [c for c in columns if c != group]
     key = [*others, "seed"]
-    reference = index.loc[index[group] == baseline, [*key, metric]].rename(columns={metric: "_base"})
+    reference = index.loc[index[group] == baseline, [*key, metric]].rename(
+        columns={metric: "_base"}
+    )
     if reference.empty:
         raise KeyError(f"no runs with {group} = {baseline!r}")
     merged = index[[*columns, "seed", metric]].merge(reference, on=key, how="inner")
