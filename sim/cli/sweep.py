@@ -12,6 +12,7 @@ from sim.sweep.backends import BACKENDS, default_jobs
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("grid", help="YAML grid (see experiments/grids/)")
     add_execution_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
-    """--jobs, --backend, --address, --quiet: shared with ``llumsim capacity``."""
+    """--jobs, --backend, --address: shared with ``llumsim capacity``."""
     parser.add_argument(
         "--jobs",
         type=int,
@@ -37,7 +38,6 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--address", help="Ray cluster address (--backend ray; default: a local Ray)"
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def show_progress(args: argparse.Namespace) -> bool:
