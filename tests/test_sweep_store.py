@@ -12,7 +12,7 @@ import pandas as pd
 
 from sim.config import load_config
 from sim.sweep.index import _arrow_safe, flatten
-from sim.sweep.store import RunStore
+from sim.sweep.store import RunStore, remove_leftovers
 from tests.sweep_support import fake_summary
 
 
@@ -34,6 +34,10 @@ def test_a_run_folder_appears_whole_and_leftovers_of_killed_writers_are_removed(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["abc"]
     assert store.summary("abc")["latency_extra"] is None  # strict JSON: NaN is written as null
     assert store.is_done("abc") and not store.is_done("abc", ["migrations"])
+    sweep_dir = tmp_path / "abc"  # any folder: here the run folder itself
+    half_index = sweep_dir / f".tmp-{dead_pid()}-index.parquet"
+    half_index.write_text("half")
+    assert remove_leftovers(sweep_dir) == 1 and not half_index.exists()
 
 
 def test_a_live_writers_temporary_folder_is_left_alone(tmp_path):

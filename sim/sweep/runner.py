@@ -20,7 +20,7 @@ from sim.sweep.cell import check_cell
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import build_index, write_table
 from sim.sweep.stats import aggregate
-from sim.sweep.store import RunStore, atomic_write
+from sim.sweep.store import RunStore, atomic_write, remove_leftovers
 
 
 @dataclass
@@ -107,6 +107,7 @@ def run_sweep(
     out_dir = Path(out_dir)
     store = RunStore(out_dir / "runs")
     store.clean()
+    remove_leftovers(out_dir)  # a half-written index of a killed sweep
     tasks = pending(grid, store)
     unique = len({run.key for run in grid.runs})
     outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), unique, unique - len(tasks))

@@ -34,6 +34,27 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def remove_leftovers(folder: Path) -> int:
+    """Remove the temporary files and folders of writers that are no longer running (a
+    sweep killed mid-write); those of a live process — another sweep — are left alone."""
+    removed = 0
+    for entry in Path(folder).iterdir():
+        if not entry.name.startswith(_TEMP_PREFIXES):
+            continue
+        try:
+            pid = int(entry.name.split("-")[1])
+        except (IndexError, ValueError):
+            pid = -1
+        if pid != os.getpid() and _pid_alive(pid):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def atomic_write(path: Path, write) -> None:
     """Call ``write(tmp_path)`` then rename the file into place (readers never see half)."""
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
@@ -52,20 +73,8 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def clean(self) -> int:
-        """Remove what killed writers left behind (temporary folders of dead processes)."""
-        removed = 0
-        for entry in self.root.iterdir():
-            if not entry.name.startswith(_TEMP_PREFIXES):
-                continue
-            try:
-                pid = int(entry.name.split("-")[1])
-            except (IndexError, ValueError):
-                pid = -1
-            if pid != os.getpid() and _pid_alive(pid):
-                continue  # another live sweep is writing it
-            shutil.rmtree(entry, ignore_errors=True)
-            removed += 1
-        return removed
+        """Remove what killed writers left behind in the store."""
+        return remove_leftovers(self.root)
 
     def path(self, key: str) -> Path:
         return self.root / key
