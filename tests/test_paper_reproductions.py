@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.cli.run import simulate
+from sim.engine import simulate
 from sim.config import load_config
 from sim.metrics import cluster_table, request_table, summarize
 

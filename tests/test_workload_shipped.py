@@ -45,6 +45,7 @@ def test_provenance_preset_table_matches_what_the_presets_give():
         (read_azure, "azure/azure_conv_2023.csv", 19366),
         (read_azure, "azure/azure_code_2023.csv", 8819),
         (read_burstgpt, "burstgpt_shaped/burstgpt_shaped_gpt4_conv.csv", 10000),
+        (read_lengths_table, "stress/stress_ramp.csv", 6836),
     ],
 )
 def test_shipped_traces_load_in_their_own_format(reader, name, rows):
@@ -103,3 +104,15 @@ def test_default_trace_is_shipped():
 def test_shipped_data_stays_small():
     total = sum(p.stat().st_size for p in TRACES.rglob("*.csv"))
     assert total < 4 * 1024 * 1024
+
+
+def test_stress_trace_rebuilds_byte_for_byte(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "stress_ramp.csv"
+    subprocess.run(
+        [sys.executable, str(TRACES / "build_stress_ramp.py"), "--out", str(out)],
+        check=True, capture_output=True, cwd=REPO_ROOT,
+    )
+    assert out.read_bytes() == (TRACES / "stress" / "stress_ramp.csv").read_bytes()

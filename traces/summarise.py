@@ -20,6 +20,7 @@ SHIPPED = (
     "azure/azure_conv_2023.csv",
     "azure/azure_code_2023.csv",
     "burstgpt_shaped/burstgpt_shaped_gpt4_conv.csv",
+    "stress/stress_ramp.csv",
 )
 COLUMNS = (
     ("rows", "rows", "{:.0f}"),

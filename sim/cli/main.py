@@ -18,6 +18,8 @@ COMMANDS = {
     "run": "sim.cli.run",
     "calibrate": "sim.cli.calibrate",
     "bench": "sim.cli.bench",
+    "sweep": "sim.cli.sweep",
+    "capacity": "sim.cli.capacity",
 }
 
 

@@ -493,6 +493,18 @@ class OutputConfig:
 
 
 @dataclass
+class CostConfig:
+    """What a GPU-hour costs, so a run's instance-seconds become money (``sim.metrics.cost``)."""
+
+    gpu_hour_price: float = 1.0  # per GPU-hour, any currency; 1.0 makes cost equal GPU-hours
+
+    def __post_init__(self) -> None:
+        _require(
+            self.gpu_hour_price >= 0, f"gpu_hour_price: must be >= 0, got {self.gpu_hour_price}"
+        )
+
+
+@dataclass
 class SimulationConfig:
     """A whole run: a pure function of this config (and its seed)."""
 
@@ -506,6 +518,7 @@ class SimulationConfig:
     autoscale: AutoscaleConfig = field(default_factory=AutoscaleConfig)
     faults: list[FaultConfig] = field(default_factory=list)
     output: OutputConfig = field(default_factory=OutputConfig)
+    cost: CostConfig = field(default_factory=CostConfig)
 
     def __post_init__(self) -> None:
         _require(

@@ -13,6 +13,27 @@ from sim.instance.migration import TransferModel
 from sim.instance.virtual_usage import tier_headroom_blocks
 
 
+def check_names(config: SimulationConfig):
+    """Every rule the config names exists (cheap: before the workload and replica model are
+    built). Returns the scheduler's resolved preset."""
+    from sim.cluster import PRIORITY_MODES, SCALING_RULES, resolve
+    from sim.cluster.dispatch import DISPATCH_RULES
+    from sim.cluster.global_scheduler import NO_PAIRING
+    from sim.cluster.ordering import ARRIVAL_ORDERINGS
+    from sim.cluster.pairing import PAIRING_RULES
+    from sim.instance.candidates import CANDIDATE_RULES
+
+    settings = resolve(config.scheduler)
+    DISPATCH_RULES.get(settings.dispatch)
+    if settings.pairing != NO_PAIRING:
+        PAIRING_RULES.get(settings.pairing)
+    ARRIVAL_ORDERINGS.get(settings.ordering)
+    PRIORITY_MODES.get(settings.priority)
+    SCALING_RULES.get(config.autoscale.rule)
+    CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
+    return settings
+
+
 def load_workload(config: SimulationConfig, root: Path | None):
     from sim.workload import build_workload
 

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import numpy as np
 import simpy
 
-from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler, resolve
+from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
 from sim.engine.migrations import MigrationLauncher
@@ -30,6 +30,7 @@ from sim.engine.instances import InstanceRuntime, StepLog, step_loop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
 from sim.engine.setup import (
+    check_names,
     cluster_limits,
     load_model,
     load_transfer,
@@ -65,7 +66,7 @@ class Simulation:
         self.config = config
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
-        settings = resolve(config.scheduler)
+        settings = check_names(config)
         scaling_rule = SCALING_RULES.get(config.autoscale.rule)
         self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
         self.workload = workload if workload is not None else load_workload(config, root)

@@ -106,7 +106,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines += [
         "",
         f"throughput: {thr['requests_per_s']:.2f} req/s, {thr['output_tokens_per_s']:.0f} output tokens/s; "
-        f"average instances {cost['average_instances']:.2f} ({cost['instance_seconds']:.0f} instance-s); "
+        f"average instances {cost['average_instances']:.2f} ({cost['instance_seconds']:.0f} instance-s, "
+        f"{cost['gpu_hours']:.2f} GPU-hours); "
         f"fragmented memory {summary['fragmentation']['mean_fraction'] * 100:.2f}%",
         f"simulated {simulation['simulated_seconds']:.1f} s in {simulation['wall_seconds']:.1f} s wall "
         f"({simulation['requests_per_wall_second']:.0f} requests/wall-s, {simulation['batches']} batches)",

@@ -11,6 +11,7 @@ import pandas as pd
 
 from sim.config import config_hash, to_dict
 from sim.engine.result import SimulationResult
+from sim.metrics.cost import cost_summary
 from sim.metrics.faults import fault_summary
 from sim.metrics.tables import migration_table
 
@@ -164,10 +165,7 @@ def summarize(
             "requests_per_s": len(finished) / makespan,
             "output_tokens_per_s": float(finished["output_tokens"].sum()) / makespan,
         },
-        "cost": {
-            "instance_seconds": instance_seconds,
-            "average_instances": instance_seconds / makespan,
-        },
+        "cost": cost_summary(result.config, instance_seconds, makespan, finished["e2e_latency"]),
         "scaling": scaling_summary(result),
         "faults": fault_summary(requests, result.config.faults, result.end_time, result.leaked_blocks)
         if result.config.faults

@@ -1,0 +1,55 @@
+"""What a run cost: instance-seconds, GPU-hours, money, and the K-tier project's
+cost-per-latency.
+
+GPUs per instance is the tensor-parallel degree (LLaMA-7B on one A10: 1; LLaMA-30B on 4×A10:
+4), so GPU-hours compare clusters of different models fairly. Cost-per-latency is what one
+finished request cost times the mean end-to-end latency: lower is better, and a scheduler
+that halves either the money or the latency halves it (the K-tier project reports its
+improvement over a baseline as 1 − ours / baseline).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from sim.config import ClusterConfig, SimulationConfig
+
+
+def gpus_per_instance(cluster: ClusterConfig) -> int:
+    """The tensor-parallel degree: the configured one, else the model's profiled layout."""
+    if cluster.tensor_parallel is not None:
+        return cluster.tensor_parallel
+    from sim.hardware.catalog import UnknownHardwareError, find_layout
+
+    try:
+        return find_layout(cluster.model, cluster.device, None).tensor_parallel
+    except UnknownHardwareError:  # a test double's made-up model: one GPU per instance
+        return 1
+
+
+def cost_summary(
+    config: SimulationConfig,
+    instance_seconds: float,
+    makespan: float,
+    e2e_latency: pd.Series,
+) -> dict[str, Any]:
+    """The ``cost`` section of a run summary; ``e2e_latency`` holds finished requests only."""
+    gpus = gpus_per_instance(config.cluster)
+    gpu_hours = instance_seconds * gpus / 3600.0
+    money = gpu_hours * config.cost.gpu_hour_price
+    latencies = e2e_latency.dropna()
+    per_request = money / len(latencies) if len(latencies) else math.nan
+    mean_e2e = float(latencies.mean()) if len(latencies) else math.nan
+    return {
+        "instance_seconds": instance_seconds,
+        "average_instances": instance_seconds / makespan,
+        "gpus_per_instance": gpus,
+        "gpu_hours": gpu_hours,
+        "gpu_hour_price": config.cost.gpu_hour_price,
+        "cost": money,
+        "cost_per_request": per_request,
+        "cost_per_latency": per_request * mean_e2e,
+    }

@@ -1,0 +1,162 @@
+"""Where runs execute: a local pool of long-lived worker processes, or Ray tasks.
+
+Both take the same tasks (store key, config, tables to keep) and yield (key, summary) as
+runs finish, in any order; workers only compute and return, the driver alone writes. A
+worker imports the simulator once and keeps its replica models warm across runs
+(``sim.sweep.cell``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple, Sequence
+
+from sim.config import ConfigError, SimulationConfig
+
+BACKENDS = ("local", "ray")
+
+
+class Task(NamedTuple):
+    key: str
+    config: SimulationConfig
+    tables: tuple[str, ...]
+
+
+class RunFailed(Exception):
+    """A run raised in a worker; carries the task so the driver can name the cell."""
+
+    def __init__(self, task: Task, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.task = task
+        self.error = error
+
+    def __reduce__(self):  # rebuilt in the driver from both fields, not from str(self)
+        return (RunFailed, (self.task, self.error))
+
+
+def run_task(task: Task) -> tuple[str, dict[str, Any]]:
+    """Executed in a worker: one run through the simulator adapter."""
+    from sim.sweep.cell import run_cell
+
+    try:
+        return task.key, run_cell(task.config, task.tables)
+    except ConfigError as exc:  # picklable and names the key; the driver adds the cell
+        raise RunFailed(task, exc) from None
+
+
+def default_jobs() -> int:
+    """All cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the driver, and die with it (Linux) rather than linger."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A pool of ``jobs`` long-lived processes (forked: the imports are already done)."""
+    import multiprocessing
+
+    if not tasks:
+        return
+    # fork where available: workers start with the driver's imports and warm replica models
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    if method == "fork":
+        from sim.sweep.cell import warm
+
+        for task in tasks:
+            try:
+                warm(task.config)
+            except ConfigError as exc:
+                raise RunFailed(task, exc) from None
+    pool = multiprocessing.get_context(method).Pool(min(jobs, len(tasks)), _worker_init)
+    try:
+        yield from pool.imap_unordered(run_task, tasks, chunksize=1)
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def run_ray(
+    tasks: Sequence[Task], jobs: int | None, address: str | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The same runs as Ray tasks, on a local Ray (``jobs`` CPUs, default all cores) or the
+    cluster at ``address`` (at most ``jobs`` runs at a time, default as many as it has CPUs).
+
+    On a local Ray the workers import the driver's checkout (``PYTHONPATH``), so both run the
+    same code; cluster nodes need llumsim installed at the same version, with the traces.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--backend ray: ray is not installed (pip install -e '.[ray]')") from None
+    if not tasks:
+        return
+    started = not ray.is_initialized()
+    if started:
+        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False)
+        if address is None:
+            import sim
+
+            root = str(Path(sim.__file__).resolve().parents[1])
+            path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+            options.update(
+                num_cpus=jobs or default_jobs(), runtime_env={"env_vars": {"PYTHONPATH": path}}
+            )
+        else:
+            options.update(address=address)
+        ray.init(**options)
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
+    pending: dict[Any, Task] = {}
+    queue = list(tasks)
+    slots = jobs or int(ray.cluster_resources().get("CPU", 1))
+    window = 2 * max(slots, 1)  # enough queued that no worker waits, few enough to cancel
+    try:
+        while queue or pending:
+            while queue and len(pending) < window:
+                task = queue.pop(0)
+                pending[remote.remote(task)] = task
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                pending.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:
+                    cause = exc.as_instanceof_cause()
+                    raise cause if isinstance(cause, RunFailed) else exc
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        if started:
+            ray.shutdown()
+
+
+def execute(
+    tasks: Sequence[Task],
+    backend: str = "local",
+    jobs: int | None = None,
+    address: str | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Run ``tasks`` on ``backend``; yields (key, summary) as each finishes."""
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs: must be >= 1, got {jobs}")
+    if backend == "local":
+        if address is not None:
+            raise ConfigError("--address: only the ray backend connects to a cluster")
+        return run_local(tasks, jobs or default_jobs())
+    if backend == "ray":
+        return run_ray(tasks, jobs, address)
+    raise ConfigError(f"--backend: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")

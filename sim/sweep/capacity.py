@@ -1,0 +1,237 @@
+"""Capacity search: the highest arrival rate at which a cluster still meets per-tier SLOs.
+
+"How many GPUs for this SLO" is the capacity planner's question; turned around, it is
+"how much load do these GPUs carry within the SLO". The search brackets the rate by
+doubling or halving from the config's own rate, then bisects until the bracket is within
+``tolerance``. Each point is a set of runs (one per seed) in a results store, so a repeated
+or refined search reuses every point already computed.
+
+Latency grows with load but, measured on a finite run, not strictly monotonically: near
+the knee two seeds can disagree. Bisection reports *a* boundary inside the final bracket;
+use several seeds there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
+from sim.metrics.report import _strict_json
+from sim.metrics.summary import LATENCY_METRICS
+from sim.sweep.backends import RunFailed, Task, execute
+from sim.sweep.cell import check_cell
+from sim.sweep.grid import normalize, run_key
+from sim.sweep.store import RunStore, atomic_write
+
+_SLO = re.compile(r"(?:tier(\d+)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
+MAX_STEPS = 40
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A latency bound: ``[tierN.]metric.stat <= seconds`` (no tier: over all requests)."""
+
+    tier: int | None
+    metric: str
+    stat: str
+    limit: float
+
+    @property
+    def name(self) -> str:
+        return (f"tier{self.tier}." if self.tier is not None else "") + f"{self.metric}.{self.stat}"
+
+    def value(self, summary: dict[str, Any]) -> float:
+        """This SLO's latency in a run summary (NaN when the tier finished no request)."""
+        latency = (
+            summary["latency"]
+            if self.tier is None
+            else summary["latency_by_tier"].get(str(self.tier))
+        )
+        value = None if latency is None else latency[self.metric][self.stat]
+        return math.nan if value is None else float(value)
+
+
+def parse_slo(text: str) -> Slo:
+    """``tier0.prefill_latency.p99<=0.5`` -> Slo; a malformed one is a ConfigError naming it."""
+    match = _SLO.fullmatch(text.strip())
+    if match is None:
+        raise ConfigError(
+            f"--slo {text!r}: expected [tierN.]METRIC.STAT<=SECONDS, e.g. tier0.prefill_latency.p99<=0.5"
+        )
+    tier, metric, stat, limit = match.groups()
+    if metric not in LATENCY_METRICS:
+        raise ConfigError(
+            f"--slo {text!r}: unknown metric {metric!r} (known: {', '.join(LATENCY_METRICS)})"
+        )
+    try:
+        bound = float(limit)
+    except ValueError:
+        raise ConfigError(f"--slo {text!r}: {limit!r} is not a number of seconds") from None
+    return Slo(None if tier is None else int(tier), metric, stat, bound)
+
+
+@dataclass
+class Point:
+    """One rate: each SLO's value (mean over seeds), and whether all of them hold."""
+
+    rate: float
+    values: dict[str, float]
+    meets: bool
+    average_gpus: float
+    cost_per_request: float
+
+
+@dataclass
+class Capacity:
+    """The search's answer: the highest rate found meeting every SLO (None: not even the lowest tried)."""
+
+    rate: float | None
+    bracket: tuple[float, float]
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def best(self) -> Point | None:
+        return next((p for p in self.points if p.rate == self.rate), None)
+
+
+def _with(config: SimulationConfig, rate: float, seed: int) -> SimulationConfig:
+    data = to_dict(config)
+    data["workload"]["arrival"]["rate"] = rate
+    data["seed"] = seed
+    return normalize(from_dict(SimulationConfig, data))
+
+
+def _round(rate: float) -> float:
+    """Four significant digits, so the rates a search visits (and their keys) repeat exactly."""
+    return float(f"{rate:.4g}")
+
+
+class _Evaluator:
+    def __init__(self, config, slos, seeds, store, jobs, backend, address) -> None:
+        self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
+        self.jobs, self.backend, self.address = jobs, backend, address
+        self.points: dict[float, Point] = {}
+
+    def __call__(self, rate: float) -> Point:
+        rate = _round(rate)
+        if rate in self.points:
+            return self.points[rate]
+        configs = [_with(self.config, rate, seed) for seed in self.seeds]
+        keys = [run_key(c) for c in configs]
+        tasks = [Task(k, c, ()) for k, c in zip(keys, configs) if not self.store.is_done(k)]
+        try:
+            for key, summary in execute(tasks, self.backend, self.jobs, self.address):
+                self.store.write(key, configs[keys.index(key)], summary)
+        except RunFailed as exc:
+            raise ConfigError(f"rate {rate:g} seed {exc.task.config.seed}: {exc.error}") from None
+        summaries = [self.store.summary(k) for k in keys]
+        values = {
+            slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in self.slos
+        }
+        meets = all(values[slo.name] <= slo.limit for slo in self.slos)  # NaN fails
+        gpus = [s["cost"]["average_instances"] * s["cost"]["gpus_per_instance"] for s in summaries]
+        cost = [s["cost"]["cost_per_request"] for s in summaries]
+        point = Point(rate, values, meets, sum(gpus) / len(gpus), _mean(cost))
+        self.points[rate] = point
+        return point
+
+
+def _mean(values: Sequence[float | None]) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def search_capacity(
+    config: SimulationConfig,
+    slos: Sequence[Slo],
+    out_dir: Path,
+    seeds: int = 1,
+    low: float | None = None,
+    high: float | None = None,
+    tolerance: float = 0.02,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+) -> Capacity:
+    """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``."""
+    if not slos:
+        raise ConfigError("--slo: give at least one SLO")
+    if config.workload.arrival.rate is None:
+        raise ConfigError("workload.arrival.rate: capacity search varies the rate; set one")
+    if not 0 < tolerance < 1:
+        raise ConfigError(f"--tolerance: must be in (0, 1), got {tolerance}")
+    for name, bound in (("--low", low), ("--high", high)):
+        if bound is not None and bound <= 0:
+            raise ConfigError(f"{name}: must be > 0 req/s, got {bound}")
+    check_cell(config)
+    store = RunStore(Path(out_dir) / "runs")
+    store.clean()
+    evaluate = _Evaluator(
+        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address
+    )
+    lo, hi = _bracket(evaluate, low, high, config.workload.arrival.rate)
+    steps = 0
+    while lo is not None and hi is not None and (hi - lo) / lo > tolerance and steps < MAX_STEPS:
+        middle = _round((lo + hi) / 2)
+        if middle in (lo, hi):
+            break
+        if evaluate(middle).meets:
+            lo = middle
+        else:
+            hi = middle
+        steps += 1
+    points = sorted(evaluate.points.values(), key=lambda p: p.rate)
+    result = Capacity(lo, (lo or 0.0, hi if hi is not None else math.inf), points)
+    _write(result, slos, Path(out_dir))
+    return result
+
+
+def _bracket(evaluate, low, high, start) -> tuple[float | None, float | None]:
+    """(highest rate meeting, lowest failing) from doubling/halving; None where not found."""
+    lo = _round(low) if low is not None else None
+    hi = _round(high) if high is not None else None
+    if lo is not None and not evaluate(lo).meets:
+        return None, lo
+    if hi is not None and evaluate(hi).meets:
+        return hi, None
+    if lo is None and hi is None:
+        probe = _round(start)
+        if evaluate(probe).meets:
+            lo = probe
+        else:
+            hi = probe
+    for _ in range(12):
+        if lo is None:
+            candidate = _round(hi / 2)
+            if evaluate(candidate).meets:
+                lo = candidate
+            else:
+                hi = candidate
+        elif hi is None:
+            candidate = _round(lo * 2)
+            if evaluate(candidate).meets:
+                lo = candidate
+            else:
+                hi = candidate
+        else:
+            break
+    return lo, hi
+
+
+def _write(result: Capacity, slos: Sequence[Slo], out_dir: Path) -> None:
+    data = {
+        "slos": {slo.name: slo.limit for slo in slos},
+        "rate": result.rate,
+        "bracket": (
+            list(result.bracket) if math.isfinite(result.bracket[1]) else [result.bracket[0], None]
+        ),
+        "points": [dataclasses.asdict(p) for p in result.points],
+    }
+    text = json.dumps(_strict_json(data), indent=1, allow_nan=False)
+    atomic_write(out_dir / "capacity.json", lambda tmp: tmp.write_text(text))

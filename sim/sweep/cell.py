@@ -1,0 +1,84 @@
+"""The one adapter between the sweep machinery and the simulator.
+
+Every simulation a sweep or a capacity search runs goes through ``run_cell``: when the
+engine moves, this is the one place to re-point. ``check_cell`` makes the cheap checks the
+engine makes first (scheduler, model and device names, trace files), so a bad grid stops
+before anything runs. Workers are long-lived processes: the replica model of each hardware
+layout is loaded once per process and reused, with its memoised iteration times.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sim.config import ConfigError, SimulationConfig
+
+_MODELS: dict[tuple, Any] = {}  # hardware settings -> loaded replica model, per process
+
+
+def replica_model(config: SimulationConfig) -> Any:
+    """The replica model for this cluster, loaded once per process (the warm model); a
+    driver that calls it before forking its workers hands them the model ready."""
+    from sim.config import to_dict
+    from sim.engine.setup import load_model
+
+    key = repr(sorted(to_dict(config.cluster).items()))
+    if key not in _MODELS:
+        _MODELS[key] = load_model(config)
+    return _MODELS[key]
+
+
+def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, Any]:
+    """Simulate ``config`` and return its summary dict (``sim.metrics.summarize``); no files.
+
+    ``tables`` names per-run tables to return as well, under ``summary["tables"]``
+    (DataFrames: requests, instances, cluster, migrations). An interrupted run raises
+    KeyboardInterrupt instead of returning a partial summary, so one is never stored.
+    """
+    from sim.engine import Simulation
+    from sim.metrics import summarize
+    from sim.metrics import tables as builders
+
+    result = Simulation(config, replica_model=replica_model(config)).run()
+    if result.interrupted:
+        raise KeyboardInterrupt
+    frames = {
+        "requests": builders.request_table(result),
+        "cluster": builders.cluster_table(result),
+        "migrations": builders.migration_table(result),
+    }
+    if "instances" in tables:
+        frames["instances"] = builders.instance_table(result)
+    summary = summarize(result, frames["requests"], frames["cluster"], frames["migrations"])
+    if tables:
+        summary["tables"] = {name: frames[name] for name in tables}
+    return summary
+
+
+def warm(config: SimulationConfig) -> None:
+    """Import what ``run_cell`` needs and load this config's replica model, so processes
+    forked afterwards start ready (a pool's workers then never import or load again)."""
+    import sim.engine  # noqa: F401
+    import sim.metrics  # noqa: F401
+
+    replica_model(config)
+
+
+def check_cell(config: SimulationConfig) -> None:
+    """Raise the ConfigError the engine would raise first: unknown rules, hardware or trace."""
+    from sim.engine.setup import check_names
+    from sim.hardware.catalog import UnknownHardwareError, find_layout
+    from sim.workload.build import resolve_trace_path
+    from sim.workload.traces import TraceError
+
+    check_names(config)
+    cluster = config.cluster
+    try:
+        find_layout(cluster.model, cluster.device, cluster.tensor_parallel)
+    except UnknownHardwareError as exc:
+        raise ConfigError(f"cluster: {exc}") from None
+    if config.workload.source != "synthetic":
+        try:
+            resolve_trace_path(str(config.workload.trace))
+        except TraceError as exc:
+            raise ConfigError(f"workload.trace: {exc}") from None

@@ -1,0 +1,86 @@
+"""The index of a sweep: one row per cell and seed, its coordinates and every summary metric.
+
+Columns: the grid's coordinate columns (axis keys, zip keys, variant groups, ``part``),
+``seed``, ``config_hash`` (the run's store key), then the summary flattened to dotted names
+(``latency.prefill_latency.p99``, ``latency_by_tier.2.e2e_latency.mean``,
+``cost.cost_per_latency``, ``migration.downtime.p99``, ...). Wall-clock fields are left out,
+so the index is a pure function of the grid: a resumed, a re-run and a Ray sweep all write
+the same values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sim.sweep.grid import Grid
+from sim.sweep.store import RunStore, atomic_write
+
+KEY_COLUMNS = ("seed", "config_hash")
+# summary entries that are not metrics of the run, or not a function of its config
+_SKIP = {
+    "name",
+    "config_hash",
+    "config",
+    "files",
+    "workload",
+    "interrupted",
+    "simulation.wall_seconds",
+    "simulation.requests_per_wall_second",
+    "migration.migrating_fraction.per_instance",
+}
+_RENAME = {"scheduler": "scheduler.name"}
+
+
+def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested summary -> {dotted name: scalar}; lists by position (``faults.faults.0.kind``)."""
+    flat: dict[str, Any] = {}
+    items = summary.items() if isinstance(summary, dict) else enumerate(summary)
+    for key, value in items:
+        name = f"{prefix}{key}"
+        if name in _SKIP:
+            continue
+        name = _RENAME.get(name, name)
+        if isinstance(value, (dict, list, tuple)):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def build_index(grid: Grid, store: RunStore) -> pd.DataFrame:
+    """The index rows of every stored run of ``grid``, in grid order."""
+    rows = []
+    for run in grid.runs:
+        if not store.is_done(run.key):
+            continue
+        metrics = flatten(store.summary(run.key))
+        row = {column: run.cell.coords.get(column) for column in grid.columns}
+        row.update(seed=run.seed, config_hash=run.key)
+        row.update({k: v for k, v in metrics.items() if k not in row})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*grid.columns, *KEY_COLUMNS])
+    return _arrow_safe(frame)
+
+
+def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns mixing types (a coordinate that is a number in one part and text in
+    another) become text, so Parquet can store them; None and NaN stay missing."""
+    for column in frame.columns:
+        if frame[column].dtype != object:
+            continue
+        kinds = {type(v) for v in frame[column] if v is not None and v == v}
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            frame[column] = frame[column].map(lambda v: None if v is None or v != v else str(v))
+    return frame
+
+
+def write_table(frame: pd.DataFrame, out_dir: Path, stem: str) -> list[str]:
+    """Write ``<stem>.parquet`` and ``<stem>.csv`` atomically; returns the file names."""
+    atomic_write(out_dir / f"{stem}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
+    atomic_write(out_dir / f"{stem}.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    return [f"{stem}.parquet", f"{stem}.csv"]

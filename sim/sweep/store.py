@@ -1,0 +1,123 @@
+"""The results store: one folder per run, keyed by the hash of the run's resolved config.
+
+``<out>/runs/<key>/`` holds ``summary.json``, ``config.yaml`` and any kept tables
+(``<table>.parquet``). A run is written into a temporary folder and renamed into place,
+so at any moment — Ctrl-C, kill -9, a full disk — a run folder is either complete or
+absent; leftovers of a killed writer are removed on the next start. Only the process that
+owns the store (the sweep driver) writes to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+import yaml
+
+from sim.config import SimulationConfig, to_dict
+
+SUMMARY = "summary.json"
+_TEMP_PREFIXES = (".tmp-", ".old-")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_leftovers(folder: Path) -> int:
+    """Remove the temporary files and folders of writers that are no longer running (a
+    sweep killed mid-write); those of a live process — another sweep — are left alone."""
+    removed = 0
+    for entry in Path(folder).iterdir():
+        if not entry.name.startswith(_TEMP_PREFIXES):
+            continue
+        try:
+            pid = int(entry.name.split("-")[1])
+        except (IndexError, ValueError):
+            pid = -1
+        if pid != os.getpid() and _pid_alive(pid):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call ``write(tmp_path)`` then rename the file into place (readers never see half)."""
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class RunStore:
+    """Run folders under ``root``, written atomically by one driver process."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def clean(self) -> int:
+        """Remove what killed writers left behind in the store."""
+        return remove_leftovers(self.root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key
+
+    def is_done(self, key: str, tables: Iterable[str] = ()) -> bool:
+        """Whether the run is stored with its summary and every table asked for."""
+        folder = self.path(key)
+        return (folder / SUMMARY).is_file() and all(
+            (folder / f"{name}.parquet").is_file() for name in tables
+        )
+
+    def write(self, key: str, config: SimulationConfig, summary: dict[str, Any]) -> None:
+        """Store a run: write a temporary folder, then rename it into place."""
+        # imported here: sim.metrics forces matplotlib's Agg backend, which would stop a
+        # notebook that only reads results (sim.sweep.plots) from drawing inline
+        from sim.metrics.report import _strict_json
+
+        summary = dict(summary)
+        tables = summary.pop("tables", {}) or {}
+        tmp = self.root / f".tmp-{os.getpid()}-{key}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        (tmp / SUMMARY).write_text(
+            json.dumps(_strict_json(summary), indent=1, default=str, allow_nan=False)
+        )
+        (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+        for name, frame in tables.items():
+            frame.to_parquet(tmp / f"{name}.parquet", index=False)
+        final = self.path(key)
+        if final.exists():  # stored before with fewer tables: swap, never half-replace
+            old = self.root / f".old-{os.getpid()}-{key}"
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+
+    def summary(self, key: str) -> dict[str, Any]:
+        return json.loads((self.path(key) / SUMMARY).read_text())
+
+    def table(self, key: str, name: str) -> pd.DataFrame:
+        """A kept per-run table (``tables:`` in the grid)."""
+        path = self.path(key) / f"{name}.parquet"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not kept; add {name!r} to the grid's tables")
+        return pd.read_parquet(path)

@@ -1,0 +1,187 @@
+"""Sweeps end to end on the k_sweep smoke grid: a re-run recomputes nothing; interrupted
+(Ctrl-C, then kill -9) and resumed, a sweep writes the same index as an uninterrupted one;
+Ray runs the same cells to the same values; and the capacity search finds a known boundary."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sim.config import ConfigError, load_config
+from sim.sweep import load_grid, run_sweep
+from sim.sweep.capacity import parse_slo, search_capacity
+from tests.sweep_support import GRIDS, REPO, fake_run_cell
+
+SMOKE = GRIDS / "k_sweep_smoke.yaml"
+
+
+def sweep_cli(*args: str, out: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sim", "sweep", *args, "--out", str(out)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def done_runs(out: Path) -> list[Path]:
+    runs = out / "runs"
+    return [p for p in runs.iterdir() if not p.name.startswith(".")] if runs.is_dir() else []
+
+
+def wait_for_runs(out: Path, count: int, process: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while len(done_runs(out)) < count:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def assert_same_results(out: Path, reference: Path) -> None:
+    for stem in ("index", "aggregate"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(out / f"{stem}.parquet"), pd.read_parquet(reference / f"{stem}.parquet")
+        )
+        assert (out / f"{stem}.csv").read_bytes() == (reference / f"{stem}.csv").read_bytes()
+
+
+def test_the_smoke_index_has_a_row_per_cell_and_seed_with_every_metric(smoke_results):
+    out = smoke_results("k_sweep_smoke")
+    index = pd.read_parquet(out / "index.parquet")
+    assert len(index) == 64 and index["config_hash"].is_unique
+    assert list(index.columns[:6]) == [
+        "workload.priority.tiers",
+        "workload.priority.sampler",
+        "workload.num_requests",
+        "workload.arrival.rate",
+        "scheduler",
+        "seed",
+    ]
+    for column in (
+        "latency.prefill_latency.p99",
+        "latency_by_tier.3.decode_latency_per_token.p50",
+        "cost.gpu_hours",
+        "cost.cost_per_latency",
+        "migration.downtime.p99",
+    ):
+        assert column in index.columns
+    assert index["latency_by_tier.3.e2e_latency.mean"].notna().sum() == 32  # the K = 4 rows
+    assert (index["requests.finished"] == index["workload.num_requests"]).all()
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["complete"] and meta["runs_done"] == 64
+
+
+def test_a_second_run_recomputes_nothing(smoke_results):
+    out = smoke_results("k_sweep_smoke")
+    stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(out)}
+    outcome = run_sweep(load_grid(SMOKE), out, jobs=2)
+    assert (outcome.computed, outcome.reused) == (0, 64)
+    assert {p.name: p.stat().st_mtime_ns for p in done_runs(out)} == stamps
+
+
+def test_interrupted_and_killed_then_resumed_gives_the_uninterrupted_index(smoke_results, tmp_path):
+    reference = smoke_results("k_sweep_smoke")
+    out = tmp_path / "resumed"
+    first = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
+    wait_for_runs(out, 6, first)
+    first.send_signal(signal.SIGINT)  # Ctrl-C: stops cleanly, keeps what is done
+    assert first.wait(60) == 130, first.communicate()
+    meta = json.loads((out / "sweep.json").read_text())
+    assert not meta["complete"] and 6 <= meta["runs_done"] < 64
+
+    second = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
+    wait_for_runs(out, meta["runs_done"] + 10, second)
+    second.kill()  # SIGKILL: no clean-up at all
+    second.wait(60)
+    kept = done_runs(out)
+    assert len(kept) < 64
+    for folder in kept:  # every run folder is whole
+        assert {p.name for p in folder.iterdir()} == {"summary.json", "config.yaml"}
+        json.loads((folder / "summary.json").read_text())
+
+    third = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
+    stdout, stderr = third.communicate(timeout=300)
+    assert third.returncode == 0, stderr
+    assert f"{len(kept)} reused, {64 - len(kept)} computed" in stdout
+    assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".")]
+    assert_same_results(out, reference)
+
+
+def test_ray_runs_the_same_cells_to_the_same_index(smoke_results, tmp_path):
+    import ray  # noqa: F401  (in the test extra: this test must run, not skip)
+
+    reference = smoke_results("k_sweep_smoke")
+    out = tmp_path / "ray"
+    process = sweep_cli(str(SMOKE), "--backend", "ray", "--jobs", "2", out=out)
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr
+    assert "0 reused, 64 computed" in stdout
+    assert_same_results(out, reference)
+
+
+def test_a_value_only_the_engine_rejects_stops_the_sweep_naming_the_cell(tmp_path, capsys):
+    from sim.cli.main import main
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        f"base: {REPO}/experiments/configs/quickstart.yaml\n"
+        "set: {workload.num_requests: 20, cluster.instances: 1}\n"
+        "axes: {cluster.max_batch_size: [128, 400]}\n"
+    )
+    assert main(["sweep", str(grid), "--jobs", "1", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert (
+        f"{grid}: cell [cluster.max_batch_size=400] seed 0: cluster.max_batch_size: 400 exceeds"
+        in err
+    )
+
+
+def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch):
+    # prefill P99 = rate / 10 s: the SLO p99 <= 1 s holds up to exactly 10 req/s
+    monkeypatch.setattr(
+        "sim.sweep.cell.run_cell", fake_run_cell(lambda c: c.workload.arrival.rate / 10)
+    )
+    config = load_config(
+        base={
+            "workload": {"num_requests": 10, "arrival": {"rate": 3.0}},
+            "cluster": {"instances": 2},
+        }
+    )
+    slo = parse_slo("tier0.prefill_latency.p99<=1.0")
+    result = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=2)
+    assert (
+        result.rate <= 10.0 < result.bracket[1]
+        and (result.bracket[1] - result.rate) / result.rate <= 0.01
+    )
+    assert result.best.average_gpus == 2.0
+    assert [p.meets for p in result.points] == [p.rate <= 10.0 for p in result.points]
+    stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)}
+    assert len(stamps) == 2 * len(result.points)  # each rate: one run per seed
+    again = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=2)
+    assert again.rate == result.rate
+    assert {
+        p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)
+    } == stamps  # all from the store
+    saved = json.loads((tmp_path / "capacity.json").read_text())
+    assert saved["rate"] == result.rate and saved["slos"] == {"tier0.prefill_latency.p99": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("slo", "named"),
+    [
+        ("prefill.p99<=1", "unknown metric 'prefill'"),
+        ("e2e_latency.p99<1", "expected [tierN.]METRIC.STAT<=SECONDS"),
+    ],
+)
+def test_a_bad_slo_is_named(slo, named):
+    with pytest.raises(ConfigError, match=named.replace("[", r"\[").replace(".", r"\.")):
+        parse_slo(slo)
