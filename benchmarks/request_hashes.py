@@ -7,7 +7,8 @@ changed no result (not a timed test).
 
 The table hashed is exactly what ``llumsim run`` writes as ``requests.csv``. Runs are the
 quickstart (Llumnix), the same requests under INFaaS++ and round-robin, the fault example,
-an auto-scaling set-up, and a K = 4 priority mix — every mechanism a refactor could disturb.
+the paper's Poisson auto-scaling set-up (3,000 requests), and a K = 4 priority mix — every
+mechanism a refactor could disturb.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ RUNS: dict[str, tuple[Path, list[str]]] = {
     "infaas++": (CONFIGS / "quickstart.yaml", ["scheduler.name=infaas++"]),
     "round-robin": (CONFIGS / "quickstart.yaml", ["scheduler.name=round-robin"]),
     "faults": (CONFIGS / "faults.yaml", []),
-    "autoscaling": (CONFIGS / "autoscaling" / "ll_poisson_2.5.yaml", []),
+    "autoscaling": (CONFIGS / "paper" / "fig14_scaling_poisson.yaml", ["workload.num_requests=3000"]),
     "k4-enterprise": (
         CONFIGS / "quickstart.yaml",
         ["workload.priority.tiers=4", "workload.priority.sampler=enterprise"],

@@ -21,6 +21,8 @@ from tests.sweep_support import GRIDS, REPO, fake_run_cell
 
 SMOKE = GRIDS / "k_sweep_smoke.yaml"
 
+SMOKE_RUNS = 96  # k_sweep_smoke: 2 tiers x 2 mixes x 2 sizes x 2 rates x 3 schedulers x 2 seeds
+
 
 def sweep_cli(*args: str, out: Path) -> subprocess.Popen:
     return subprocess.Popen(
@@ -56,7 +58,7 @@ def assert_same_results(out: Path, reference: Path) -> None:
 def test_the_smoke_index_has_a_row_per_cell_and_seed_with_every_metric(smoke_results):
     out = smoke_results("k_sweep_smoke")
     index = pd.read_parquet(out / "index.parquet")
-    assert len(index) == 64 and index["config_hash"].is_unique
+    assert len(index) == SMOKE_RUNS and index["config_hash"].is_unique
     assert list(index.columns[:6]) == [
         "workload.priority.tiers",
         "workload.priority.sampler",
@@ -73,17 +75,19 @@ def test_the_smoke_index_has_a_row_per_cell_and_seed_with_every_metric(smoke_res
         "migration.downtime.p99",
     ):
         assert column in index.columns
-    assert index["latency_by_tier.3.e2e_latency.mean"].notna().sum() == 32  # the K = 4 rows
-    assert (index["requests.finished"] == index["workload.num_requests"]).all()
+    assert index["latency_by_tier.3.e2e_latency.mean"].notna().sum() == SMOKE_RUNS // 2  # the K = 4 rows
+    # every request ends: served, or (a long prompt preempted past vLLM's prompt limit) ignored
+    ended = index["requests.finished"] + index["requests.aborted"]
+    assert (ended == index["workload.num_requests"]).all() and index["requests.finished"].sum() > 0.99 * ended.sum()
     meta = json.loads((out / "sweep.json").read_text())
-    assert meta["complete"] and meta["runs_done"] == 64
+    assert meta["complete"] and meta["runs_done"] == SMOKE_RUNS
 
 
 def test_a_second_run_recomputes_nothing(smoke_results):
     out = smoke_results("k_sweep_smoke")
     stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(out)}
     outcome = run_sweep(load_grid(SMOKE), out, jobs=2)
-    assert (outcome.computed, outcome.reused) == (0, 64)
+    assert (outcome.computed, outcome.reused) == (0, SMOKE_RUNS)
     assert {p.name: p.stat().st_mtime_ns for p in done_runs(out)} == stamps
 
 
@@ -95,14 +99,14 @@ def test_interrupted_and_killed_then_resumed_gives_the_uninterrupted_index(smoke
     first.send_signal(signal.SIGINT)  # Ctrl-C: stops cleanly, keeps what is done
     assert first.wait(60) == 130, first.communicate()
     meta = json.loads((out / "sweep.json").read_text())
-    assert not meta["complete"] and 6 <= meta["runs_done"] < 64
+    assert not meta["complete"] and 6 <= meta["runs_done"] < SMOKE_RUNS
 
     second = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
     wait_for_runs(out, meta["runs_done"] + 10, second)
     second.kill()  # SIGKILL: no clean-up at all
     second.wait(60)
     kept = done_runs(out)
-    assert len(kept) < 64
+    assert len(kept) < SMOKE_RUNS
     for folder in kept:  # every run folder is whole
         assert {p.name for p in folder.iterdir()} == {"summary.json", "config.yaml"}
         json.loads((folder / "summary.json").read_text())
@@ -110,7 +114,7 @@ def test_interrupted_and_killed_then_resumed_gives_the_uninterrupted_index(smoke
     third = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
     stdout, stderr = third.communicate(timeout=300)
     assert third.returncode == 0, stderr
-    assert f"{len(kept)} reused, {64 - len(kept)} computed" in stdout
+    assert f"{len(kept)} reused, {SMOKE_RUNS - len(kept)} computed" in stdout
     assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".")]
     assert_same_results(out, reference)
 
@@ -123,7 +127,7 @@ def test_ray_runs_the_same_cells_to_the_same_index(smoke_results, tmp_path):
     process = sweep_cli(str(SMOKE), "--backend", "ray", "--jobs", "2", out=out)
     stdout, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr
-    assert "0 reused, 64 computed" in stdout
+    assert f"0 reused, {SMOKE_RUNS} computed" in stdout
     assert_same_results(out, reference)
 
 

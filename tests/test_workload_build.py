@@ -226,8 +226,32 @@ def test_gamma_arrivals_through_the_config():
 # sha256 (first 16 hex) of arrival, prompt, output and tier arrays and the description, as
 # built by this version: later options must leave the default path byte-identical.
 DEFAULT_PATH_DIGESTS = {
-    "quickstart": ("experiments/configs/quickstart.yaml", {}, "6ac5af75ae9fa2c0"),
-    "ll-gamma-cv4": ("experiments/configs/autoscaling/ll_gamma_cv4.yaml", {}, "318ab6893792b370"),
+    "quickstart": (  # the first quickstart: ShareGPT V3 lengths as shipped, 22 req/s
+        None,
+        {
+            "name": "quickstart",
+            "workload": {
+                "source": "lengths",
+                "trace": "traces/sharegpt/sharegpt_v3_first_turn.csv",
+                "num_requests": 5000,
+                "arrival": {"process": "poisson", "rate": 22.0},
+            },
+        },
+        "6ac5af75ae9fa2c0",
+    ),
+    "ll-gamma-cv4": (
+        None,
+        {
+            "name": "autoscale-ll-gamma-cv4",
+            "workload": {
+                "source": "synthetic",
+                "num_requests": 5000,
+                "synthetic": {"input": "L", "output": "L"},
+                "arrival": {"process": "gamma", "rate": 2.0, "cv": 4.0},
+            },
+        },
+        "318ab6893792b370",
+    ),
     "synthetic-s-m-share": (
         None,
         {

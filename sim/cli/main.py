@@ -20,6 +20,7 @@ COMMANDS = {
     "bench": "sim.cli.bench",
     "sweep": "sim.cli.sweep",
     "capacity": "sim.cli.capacity",
+    "paper": "sim.cli.paper",
 }
 
 

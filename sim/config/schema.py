@@ -372,7 +372,9 @@ class MigrationConfig:
 
     mode: Literal["live", "blocking", "recompute"] = "live"
     candidate: Optional[str] = None  # which running request a source moves (None: the preset's)
-    last_stage_blocks: int = 16  # enter the last stage when at most this many blocks remain
+    # enter the last stage when at most this many blocks remain (0: never before max_stages,
+    # so max_stages 2 is the artifact's protocol: all but the last block live, then the rest)
+    last_stage_blocks: int = 16
     max_stages: int = 3  # the stage after this many is the last one regardless
     colocated_slowdown: float = 0.01  # iterations overlapping a copy take this much longer
     prealloc_timeout: float = 10.0  # seconds before a destination frees an orphaned reservation
@@ -380,8 +382,8 @@ class MigrationConfig:
 
     def __post_init__(self) -> None:
         _require(
-            self.last_stage_blocks >= 1,
-            f"last_stage_blocks: must be >= 1, got {self.last_stage_blocks}",
+            self.last_stage_blocks >= 0,
+            f"last_stage_blocks: must be >= 0, got {self.last_stage_blocks}",
         )
         _require(self.max_stages >= 1, f"max_stages: must be >= 1, got {self.max_stages}")
         _require(

@@ -124,6 +124,16 @@ def scaling_summary(result: SimulationResult) -> dict[str, Any]:
     }
 
 
+def mean_kv_occupancy(cluster: pd.DataFrame, capacity_blocks: int) -> float:
+    """The mean, over samples, of the share of the reporting instances' KV blocks in use
+    (allocated or reserved for an inbound migration)."""
+    reporting = (cluster["serving"] + cluster["draining"]) * capacity_blocks
+    busy = reporting > 0
+    if not busy.any():
+        return 0.0
+    return float((1 - cluster["free_blocks"][busy] / reporting[busy]).mean())
+
+
 def summarize(
     result: SimulationResult,
     requests: pd.DataFrame,
@@ -172,6 +182,14 @@ def summarize(
         else None,
         "fragmentation": {
             "mean_fraction": float(cluster["fragmented_fraction"].mean()) if len(cluster) else 0.0,
+        },
+        "memory": {"mean_kv_occupancy": mean_kv_occupancy(cluster, result.capacity_blocks)},
+        "lengths": {
+            field: {
+                "mean": float(requests[field].mean()) if len(requests) else math.nan,
+                "p95": float(requests[field].quantile(0.95)) if len(requests) else math.nan,
+            }
+            for field in ("prompt_tokens", "output_tokens")
         },
         "simulation": {
             "simulated_seconds": result.end_time,

@@ -3,7 +3,8 @@
 A grid is a union of products. Each *part* (or the grid itself, when it has no ``parts``)
 is the product of its dimensions: every ``axes`` key (a list of values), every ``zip``
 block (keys whose lists vary together) and every ``variants`` group (named bundles of
-settings, one per cell). Grid-level ``axes``/``zip``/``variants`` apply to every part. One
+settings, one per cell). Grid-level ``axes``/``zip``/``variants`` apply to every part; a
+part may name a ``base`` config of its own (the grid's ``set`` still applies on top). One
 *cell* is one point of that product; each cell runs once per seed, and a run is keyed by
 the hash of its resolved config (``run_key``), so identical runs are shared and a re-run
 skips them.
@@ -38,7 +39,7 @@ GRID_KEYS = (
     "tables",
     "parts",
 )
-PART_KEYS = ("name", "set", "axes", "zip", "variants")
+PART_KEYS = ("name", "base", "set", "axes", "zip", "variants")
 TABLES = ("requests", "instances", "cluster", "migrations")
 PART_COLUMN = "part"
 
@@ -326,10 +327,15 @@ def expand(
     grid_dir = grid_dir or Path.cwd()
     try:
         _unknown(spec, GRID_KEYS, "")
-        base = _base(spec.get("base"), grid_dir)
-        base = apply_overrides(base, list(overrides))
-        if "set" in spec:
-            _apply(base, _mapping(spec["set"], "set"))
+
+        def resolved_base(base_spec: Any) -> dict:
+            """A base config with the command-line overrides and the grid's ``set`` on top."""
+            data = apply_overrides(_base(base_spec, grid_dir), list(overrides))
+            if "set" in spec:
+                _apply(data, _mapping(spec["set"], "set"))
+            return data
+
+        base = resolved_base(spec.get("base"))
         if "seed" in base and not isinstance(base["seed"], int):
             raise ConfigError(f"seed: expected an integer, got {base['seed']!r}")
         seeds = _seeds(spec.get("seeds", 1), int(base.get("seed", 0)))
@@ -353,7 +359,8 @@ def expand(
                 if name in names:
                     raise ConfigError(f"parts.{name}: two parts with this name")
                 names.append(name)
-                pairs += _part_cells(base, part, shared, name)
+                part_base = resolved_base(part["base"]) if "base" in part else base
+                pairs += _part_cells(part_base, part, shared, name)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     columns = list(dict.fromkeys(column for cell, _ in pairs for column in cell.coords))
