@@ -43,22 +43,30 @@ ROOT = Path(__file__).resolve().parent.parent
 LAUNCHER = ROOT / "benchmarks" / "vidur_baseline.py"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-RATE = 22.0  # req/s on 16 instances: P99 prefill < 1 s; the knee is at ~23 req/s (see README)
+RATE = 7.5  # req/s on 16 instances: the middle of the paper's ShareGPT rates (Fig. 11)
 TRACE = "traces/sharegpt/sharegpt_v3_first_turn.csv"
+QUICKSTART = ROOT / "experiments" / "configs" / "quickstart.yaml"
 
 
-def base_config(requests: int, instances: int, rate: float) -> dict:
+def base_config(
+    requests: int, instances: int, rate: float, scheduler: str = "infaas++", shaped: bool = True
+) -> dict:
+    """ShareGPT requests (shaped to the paper's Table 1 unless ``shaped`` is false: the V3
+    first turns as shipped), Poisson arrivals, 16 LLaMA-7B instances by default."""
+    workload = {
+        "source": "lengths",
+        "trace": TRACE,
+        "num_requests": requests,
+        "arrival": {"process": "poisson", "rate": rate},
+    }
+    if shaped:
+        workload["shape"] = {"preset": "sharegpt-gpt4"}
     return {
         "name": "throughput",
         "seed": 0,
         "cluster": {"model": "llama-7b", "device": "a10", "instances": instances},
-        "workload": {
-            "source": "lengths",
-            "trace": TRACE,
-            "num_requests": requests,
-            "arrival": {"process": "poisson", "rate": rate},
-        },
-        "scheduler": {"name": "infaas++"},
+        "workload": workload,
+        "scheduler": {"name": scheduler},
         "output": {"plots": False, "progress": False},
     }
 
@@ -204,6 +212,24 @@ def print_profile(path: str, top: int = 25) -> None:
         print(text[start:].rstrip())
 
 
+def quickstart_config() -> dict:
+    from sim.config.loader import read_yaml
+
+    data = read_yaml(QUICKSTART)
+    data["output"] = {"plots": False, "progress": False}
+    return data
+
+
+def idle_curve(hours=(0.25, 0.5, 1.0)) -> list[tuple[float, dict]]:
+    """64 instances, 1 req/s for 0.25, 0.5 and 1 simulated hour: a cost that grew with
+    simulated time x instances would make ms per request climb with the hours."""
+    curve = []
+    for span in hours:
+        config = base_config(int(3600 * span), 64, 1.0, "llumnix")
+        curve.append((span, run_ours(config)))
+    return curve
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 / 20,000 requests")
@@ -211,6 +237,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=RATE, help="req/s for (a) and (b)")
     parser.add_argument("--no-vidur", action="store_true", help="skip (b)")
     parser.add_argument("--no-scale", action="store_true", help="skip (c)")
+    parser.add_argument("--no-idle", action="store_true", help="skip (e), the lightly loaded curve")
     parser.add_argument("--profile", action="store_true", help="also cProfile (a)")
     parser.add_argument(
         "--vidur-bare",
@@ -237,7 +264,8 @@ def main() -> int:
     print(f"{date.today()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
 
     config_a = base_config(n_small, 16, args.rate)
-    config_c = base_config(n_large, 64, 500.0)
+    config_a_llumnix = base_config(n_small, 16, args.rate, "llumnix")
+    config_c = base_config(n_large, 64, 500.0, shaped=False)
     rows: list[tuple[str, dict]] = []
 
     with tempfile.TemporaryDirectory(prefix="llumsim-bench-") as tmp:
@@ -268,6 +296,9 @@ def main() -> int:
             f"{ours['p50_prefill_s']:.2f}/{ours['p99_prefill_s']:.2f} s; post-processing "
             f"{ours['post_s']:.2f} s; RSS before the loop {ours['rss_before_loop_mib']:.0f} MiB"
         )
+
+        llumnix = median_run([run_ours(config_a_llumnix) for _ in range(args.repeats)])
+        rows.append(("llumsim 16 inst, Llumnix", llumnix))
 
         # (b) Vidur on the same requests
         vidur = None
@@ -312,17 +343,42 @@ def main() -> int:
                 f"{scale['rss_before_loop_mib']:.0f} MiB"
             )
 
+        # (d) the quickstart: simulated seconds per wall second
+        quick = quickstart_config()
+        realtime = median_run([run_ours(quick) for _ in range(args.repeats)])
+
+        # (e) a lightly loaded cluster over longer and longer runs
+        idle = [] if args.no_idle else idle_curve()
+
         print()
         print(HEADER)
         for label, run in rows:
             print(fmt_row(label, run))
+        print()
+        print("issue-12 figures:")
+        for label, run in rows[:2]:
+            print(f"  {label}: {run['loop_s'] / run['batches'] * 1e6:.1f} us per batch (target <= 4)")
         if vidur is not None:
             ratio = (ours["requests"] / ours["loop_s"]) / (vidur["requests"] / vidur["loop_s"])
             print(
-                f"\nratio llumsim / Vidur, simulated requests per wall-second: {ratio:.1f}x "
-                f"(target >= 5x); per batch: {ours['loop_s'] / ours['batches'] * 1e6:.1f} vs "
+                f"  ratio llumsim / Vidur, simulated requests per wall-second: {ratio:.1f}x "
+                f"(target >= 50x); per batch: {ours['loop_s'] / ours['batches'] * 1e6:.1f} vs "
                 f"{vidur['loop_s'] / vidur['batches'] * 1e6:.1f} us"
             )
+        print(
+            f"  quickstart: {realtime['simulated_s']:.0f} simulated s in {realtime['loop_s']:.2f} s "
+            f"of event loop = {realtime['simulated_s'] / realtime['loop_s']:.0f}x real time (target >= 1000x)"
+        )
+        if not args.no_scale:
+            print(f"  64 instances x 500 req/s x {n_large:,} requests: event loop {scale['loop_s']:.1f} s (target <= 8)")
+        if idle:
+            print("  64 instances at 1 req/s, lightly loaded: wall time against requests and simulated time")
+            print(f"    {'simulated h':>11} {'requests':>9} {'loop s':>7} {'ms/request':>10} {'ms/simulated min':>16}")
+            for hours, run in idle:
+                print(
+                    f"    {hours:>11.2f} {run['requests']:>9,} {run['loop_s']:>7.2f} "
+                    f"{run['loop_s'] / run['requests'] * 1e3:>10.2f} {run['loop_s'] / (hours * 60) * 1e3:>16.1f}"
+                )
         print(
             "loop s: event loop only; req/wall-s = requests / loop s. ev/bat: events per batch. "
             "start s: process launch to loop start (imports, config, workload, warm predictor "

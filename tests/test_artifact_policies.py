@@ -38,7 +38,6 @@ def report(T=800, F=400, R=0, Q=0, B=0.0, P=0, K=0, instance=0, draining=False) 
     """A report with the artifact's inputs (P > 0: a tier-0 request present, K = 2 tiers)."""
     return LoadReport(
         instance_id=instance,
-        time=0.0,
         capacity_blocks=T,
         used_blocks=T - F,
         reserved_blocks=0,

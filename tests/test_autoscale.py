@@ -98,7 +98,7 @@ def test_a_scaled_out_instance_gets_dispatches_and_migrations_before_older_ones_
 def _report(freeness_normal: float, instance_id: int = 0, running: int = 1) -> LoadReport:
     """A report whose F_normal is ``freeness_normal`` (851 blocks, ``running`` requests)."""
     used = 851 - freeness_normal * running
-    return LoadReport(instance_id, 0.0, 851, used, 0, running, 0, 0, 0)
+    return LoadReport(instance_id, 851, used, 0, running, 0, 0, 0)
 
 
 def test_the_decision_waits_for_the_sustain_period_and_restarts_after_acting():
@@ -144,7 +144,7 @@ def test_a_steady_load_inside_the_band_does_not_make_the_cluster_oscillate():
 
 def test_queue_aware_signal_scales_out_for_a_queue_that_f_normal_cannot_see():
     # plenty of free blocks per running request, but a long queue waiting behind them
-    report = LoadReport(0, 0.0, 851, 300, 0, 4, 20, 700, 200)
+    report = LoadReport(0, 851, 300, 0, 4, 20, 700, 200)
     blind = SustainedBand(AutoscaleConfig(enabled=True, sustain=0.0))
     aware = SustainedBand(AutoscaleConfig(enabled=True, sustain=0.0, queue_aware=True))
     assert blind.decide(0.0, {0: report}, 1, 0) is None  # F_normal 137.75: "too free" (and at the minimum)

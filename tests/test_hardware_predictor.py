@@ -81,6 +81,19 @@ def test_prefill_is_monotone_in_tokens(model):
     assert times == sorted(times)
 
 
+@pytest.mark.parametrize("model", ["llama-7b", "llama-30b"])
+def test_the_decode_fast_path_equals_batch_time(model):
+    m = replica(model)
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.randint(1, 256)
+        kv = n * rng.randint(1, 16384 // n)
+        fast = m.decode_batch_time(n, kv)
+        assert fast == m.batch_time((), n, kv)
+    fresh = replica(model)  # a cold memo: the fast path fills it with Vidur's key
+    assert fresh.decode_batch_time(17, 17 * 700) == m.batch_time((), 17, 17 * 700)
+
+
 def test_batch_time_is_memoised_on_the_lookup_key():
     m = replica("llama-7b")
     first = m.batch_time([(300, 300)], 10, 10 * 1000)

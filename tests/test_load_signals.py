@@ -21,7 +21,6 @@ M = 851
 def report(used=0, running=0, waiting=0, waiting_demand=0, head=0, headroom=0.0, reserved=0, draining=False):
     return LoadReport(
         instance_id=0,
-        time=0.0,
         capacity_blocks=M,
         used_blocks=used,
         reserved_blocks=reserved,

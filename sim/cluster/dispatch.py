@@ -57,6 +57,10 @@ class DispatchRule(ABC):
     def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
         """Reports arrived (``view`` already holds them)."""
 
+    def observed_one(self, view: ClusterView, instance_id: int) -> None:
+        """One dispatchable instance's report arrived (``view`` already holds it)."""
+        self.observed(view, {instance_id: view.reports[instance_id]})
+
     def dispatched(self, view: ClusterView, target: int) -> None:
         """A request was dispatched to ``target`` (its demand is in ``view.pending``)."""
 
@@ -84,13 +88,15 @@ class RoundRobin(DispatchRule):
 
 class _Ranked(DispatchRule):
     """Chooses the instance with the lowest ``load``; on ties the lowest id, or the highest
-    with ``prefer_highest_id``."""
+    with ``prefer_highest_id``. A report only marks its instance's load stale; loads are
+    recomputed when a dispatch needs them (per-step reports far outnumber dispatches)."""
 
     prefer_highest_id = False
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
-        self.loads: dict[int, float] = {}  # tier-independent loads, kept current
+        self.loads: dict[int, float] = {}  # tier-independent loads, current but for ``stale``
+        self.stale: set[int] = set()
 
     @property
     def tier_dependent(self) -> bool:
@@ -103,19 +109,25 @@ class _Ranked(DispatchRule):
 
     def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
         pending = view.pending
-        for instance_id in reports:
-            if instance_id in pending:
-                self.loads[instance_id] = self.load(view, instance_id, 0)
+        self.stale.update(i for i in reports if i in pending)
+
+    def observed_one(self, view: ClusterView, instance_id: int) -> None:
+        self.stale.add(instance_id)
 
     def dispatched(self, view: ClusterView, target: int) -> None:
-        self.loads[target] = self.load(view, target, 0)
+        self.stale.add(target)
 
     def removed(self, instance_id: int) -> None:
         self.loads.pop(instance_id, None)
+        self.stale.discard(instance_id)
 
     def choose(self, view: ClusterView, request: DispatchInfo) -> int:
         instances = reversed(view.instances) if self.prefer_highest_id else view.instances
         if not self.tier_dependent:
+            if self.stale:
+                for instance_id in self.stale:
+                    self.loads[instance_id] = self.load(view, instance_id, 0)
+                self.stale.clear()
             return min(instances, key=self.loads.__getitem__)
         return min(instances, key=lambda i: self.tiered_key(view, i, request.tier))
 
@@ -140,6 +152,11 @@ class _RoundRobinUntilReported(_Ranked):
     def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
         self._unreported.difference_update(reports)
         super().observed(view, reports)
+
+    def observed_one(self, view: ClusterView, instance_id: int) -> None:
+        if self._unreported:
+            self._unreported.discard(instance_id)
+        super().observed_one(view, instance_id)
 
     def removed(self, instance_id: int) -> None:
         self._unreported.discard(instance_id)

@@ -134,6 +134,17 @@ class GlobalScheduler:
         self.view.observe(reports)
         self.dispatch_rule.observed(self.view, reports)
 
+    def observe_one(self, report: LoadReport) -> None:
+        """One instance's report arrived (per-step reports, once per executed step: the
+        hot path of ``observe``, written out)."""
+        view = self.view
+        instance_id = report.instance_id
+        view.reports[instance_id] = report
+        pending = view.pending
+        if instance_id in pending:  # it takes dispatches
+            pending[instance_id] = 0
+            self.dispatch_rule.observed_one(view, instance_id)
+
     def dispatch(self, request: DispatchInfo) -> int:
         """The instance for a new request (there is at least one dispatchable instance)."""
         target = self.dispatch_rule.choose(self.view, request)

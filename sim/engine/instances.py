@@ -38,9 +38,12 @@ class StepLog:
 def step_loop(env: simpy.Environment, runtime: InstanceRuntime, log: StepLog):
     """Form a batch, take the replica model's time for it, apply it; sleep while idle."""
     llumlet = runtime.llumlet
+    next_batch, iteration_time, complete = llumlet.next_batch, llumlet.iteration_time, llumlet.complete
+    timeout = env.timeout
+    on_report, record, check = log.on_report, log.record_batches, log.check_every_step
     try:
         while True:
-            batch = llumlet.next_batch()
+            batch = next_batch()
             if batch is None:
                 llumlet.busy = False
                 runtime.wake = env.event()
@@ -48,18 +51,18 @@ def step_loop(env: simpy.Environment, runtime: InstanceRuntime, log: StepLog):
                 runtime.wake = None
                 continue
             llumlet.busy = True
-            report = llumlet.report() if log.on_report is not None else None
-            duration = llumlet.iteration_time(batch)
-            if log.record_batches:
+            report = llumlet.report() if on_report is not None else None
+            duration = iteration_time(batch)
+            if record:
                 log.batch_log.append(
                     BatchRecord(llumlet.id, env.now, duration, batch.is_prefill, batch.size)
                 )
-            yield env.timeout(duration)
-            llumlet.complete(batch)
+            yield timeout(duration)
+            complete(batch)
             log.batches += 1
-            if log.check_every_step:
+            if check:
                 llumlet.check()
             if report is not None:
-                log.on_report(report)
+                on_report(report)
     except simpy.Interrupt:
         return  # the instance was removed or failed

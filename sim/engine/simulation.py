@@ -81,6 +81,7 @@ class Simulation:
         on_report = self._step_report if self.scheduler.reports_per_step else None
         self.steps = StepLog(record_batches, check_every_step, on_report)
         self._reports_delivered = 0  # per-step reports since the start (pairing cadence)
+        self._pairing_every = config.scheduler.pairing_every
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.requests: list[Request] = []
@@ -315,9 +316,16 @@ class Simulation:
         next_sample = 0.0
         rounds = 0
         per_step = scheduler.reports_per_step
+        live = self.live
         while True:
             now = self.env.now
-            reports = {instance_id: r.llumlet.report() for instance_id, r in self.live.items()}
+            # with per-step reports the scheduler hears from the step loops; this tick only
+            # builds reports to sample them (so an idle cluster costs no report per tick)
+            reports = (
+                {instance_id: r.llumlet.report() for instance_id, r in live.items()}
+                if not per_step or now >= next_sample
+                else None
+            )
             if self.fallback_kind is None:
                 if not per_step:
                     scheduler.observe(reports)
@@ -345,11 +353,12 @@ class Simulation:
         reports, counted over the whole cluster."""
         if self.fallback_kind is not None:
             return
-        self.scheduler.observe({report.instance_id: report})
-        self._reports_delivered += 1
-        every = self.config.scheduler.pairing_every * len(self.live)
-        if self.scheduler.migrates and self._reports_delivered % every == 0:
-            self._pairing_round()
+        scheduler = self.scheduler
+        scheduler.observe_one(report)
+        if scheduler.migrates:
+            self._reports_delivered += 1
+            if self._reports_delivered % (self._pairing_every * len(self.live)) == 0:
+                self._pairing_round()
 
     def _pairing_round(self) -> None:
         for source in self.scheduler.migration_pairs():

@@ -32,6 +32,7 @@ from sim.hardware.catalog import FIT_JSON, Layout, find_layout
 from sim.hardware.memory import ProfileRunMemoryPlanner
 from sim.hardware.timing import (
     KV_GRANULARITY,
+    NUM_TOKENS_ROUNDING,
     PREFILL_CHUNK_ROUNDING,
     LookupKey,
     decode_attention_ms,
@@ -175,6 +176,22 @@ class ReplicaModel:
         """Seconds of engine CPU work in an iteration of ``num_requests`` requests: the part of
         ``batch_time`` that ``overhead_base``/``overhead_per_request`` set, added exactly."""
         return self.overhead_base + self.overhead_per_request * num_requests
+
+    def decode_batch_time(self, num_decodes: int, decode_kv_tokens: int) -> float:
+        """``batch_time((), num_decodes, decode_kv_tokens)``: a decode-only iteration, its
+        lookup key built directly (most iterations are these)."""
+        key = (
+            -(-num_decodes // NUM_TOKENS_ROUNDING) * NUM_TOKENS_ROUNDING,
+            num_decodes,
+            -(-(decode_kv_tokens // num_decodes) // KV_GRANULARITY) * KV_GRANULARITY,
+            (),
+            num_decodes,
+        )
+        try:
+            return self._memo[key]
+        except KeyError:
+            seconds = self._memo[key] = self._evaluate(key)
+            return seconds
 
     def prefill_time(self, tokens: int) -> float:
         """Seconds to prefill one fresh sequence of ``tokens`` tokens on an idle instance."""

@@ -58,6 +58,11 @@ class Llumlet(MigrationEndpointMixin):
         self.id = instance_id
         self.limits = limits
         self.timer = timer
+        self._decode_step = Batch([], [])
+        # a decode step's time: the replica model's own fast path when it has one
+        self._decode_time = getattr(timer, "decode_batch_time", None) or (
+            lambda num_decodes, kv_tokens: timer.batch_time((), num_decodes, kv_tokens)
+        )
         self.clock = clock
         self.on_done = on_done
         self.headroom_blocks = tuple(headroom_blocks)
@@ -123,7 +128,7 @@ class Llumlet(MigrationEndpointMixin):
         if batch.is_prefill:
             seconds = self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
         else:
-            seconds = self.timer.batch_time((), batch.num_decodes, batch.kv_tokens)
+            seconds = self._decode_time(batch.num_decodes, batch.kv_tokens)
         if self.copying:
             seconds *= 1.0 + self.colocated_slowdown
         return seconds
@@ -193,31 +198,61 @@ class Llumlet(MigrationEndpointMixin):
     def _decode_batch(self) -> Optional[Batch]:
         step = self.iteration + 1
         due = self._block_due.pop(step, None)
-        if due:
-            if len(due) > self.ledger.free:  # someone may be preempted: order matters
-                # vLLM walks its running requests in arrival order (most critical tier first,
-                # if tiered), giving each its next block or preempting from the back
-                if self.priority:
-                    due.sort(key=lambda item: (item[0].tier, *arrival_order(item[0])))
-                else:
-                    due.sort(key=lambda item: arrival_order(item[0]))
-            for request, epoch in due:
-                if request.epoch != epoch:
-                    continue  # left the batch (finished, preempted, suspended) meanwhile
-                if request.blocks >= self._max_blocks_per_sequence:
-                    self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
-                    continue
-                while self.ledger.free < 1:
-                    victim = self._preemption_victim()
-                    self._preempt(victim)
-                    if victim is request:
-                        break
-                else:
-                    self.ledger.allocate(request, 1)
-                    self._calendar(self._block_due, step + self.limits.block_size, request)
+        if due and len(due) <= self.ledger.free:
+            self._grow(due, step)  # nobody can be preempted: order does not matter
+        elif due:
+            self._grow_or_preempt(due, step)
         if not self.running:
             return None
-        return Batch([], [], len(self.running), self.seq_sum)
+        batch = self._decode_step  # one object per llumlet, refilled every decode step
+        batch.num_decodes = len(self.running)
+        batch.kv_tokens = self.seq_sum
+        return batch
+
+    def _grow_or_preempt(self, due: list, step: int) -> None:
+        """Too few free blocks for everyone due: vLLM walks its running requests in arrival
+        order (most critical tier first, if tiered), giving each its next block or
+        preempting from the back."""
+        if self.priority:
+            due.sort(key=lambda item: (item[0].tier, *arrival_order(item[0])))
+        else:
+            due.sort(key=lambda item: arrival_order(item[0]))
+        for request, epoch in due:
+            if request.epoch != epoch:
+                continue  # left the batch (finished, preempted, suspended) meanwhile
+            if request.blocks >= self._max_blocks_per_sequence:
+                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
+                continue
+            while self.ledger.free < 1:
+                victim = self._preemption_victim()
+                self._preempt(victim)
+                if victim is request:
+                    break
+            else:
+                self.ledger.allocate(request, 1)
+                self._calendar(self._block_due, step + self.limits.block_size, request)
+
+    def _grow(self, due: list, step: int) -> None:
+        """Give each request due at ``step`` its next block (there are enough free), and
+        put its next one on the calendar: the hot path of a decode step, written out."""
+        ledger = self.ledger
+        block_due = self._block_due
+        next_step = step + self.limits.block_size
+        max_blocks = self._max_blocks_per_sequence
+        for entry in due:
+            request, epoch = entry
+            if request.epoch != epoch:
+                continue  # left the batch (finished, preempted, suspended) meanwhile
+            if request.blocks >= max_blocks:
+                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
+                continue
+            request.blocks += 1
+            ledger.allocated += 1
+            bucket = block_due.get(next_step)
+            if bucket is None:
+                block_due[next_step] = [entry]
+            else:
+                bucket.append(entry)
 
     # ------------------------------------------------------------------ running set
     def progress(self, request: Request) -> int:
@@ -326,21 +361,22 @@ class Llumlet(MigrationEndpointMixin):
     # ------------------------------------------------------------------ load
     def report(self) -> LoadReport:
         """The instance-level load record sent to the global scheduler (raw counts; the
-        signals computed from them are in ``sim.instance.load``)."""
+        signals computed from them are in ``sim.instance.load``). Built once per executed
+        step (per-step reports), so it reads counters the llumlet keeps, never walks a list."""
         ledger = self.ledger
         waiting = self.waiting
         limits = self.limits
+        allocated, reserved = ledger.allocated, ledger.reserved
         if waiting:
-            head = self.blocks_for(waiting.head().seq_len)
-            head_blocked = ledger.free - head < limits.watermark_blocks
+            head = -(-waiting.head().seq_len // limits.block_size)
+            head_blocked = ledger.capacity - allocated - reserved - head < limits.watermark_blocks
         else:
             head, head_blocked = 0, False
         return LoadReport(
             self.id,
-            self.clock(),
             ledger.capacity,
-            ledger.allocated,
-            ledger.reserved,
+            allocated,
+            reserved,
             len(self.running) + len(self.prefilling),  # vLLM's running list holds both
             len(waiting),
             waiting.demand_blocks,
@@ -355,7 +391,7 @@ class Llumlet(MigrationEndpointMixin):
             limits.block_size,
             waiting.tokens,
             waiting.preempted,
-            self._top_tier(),
+            self._top_tier() if limits.tiers > 1 else 0,
         )
 
     def _top_tier(self) -> int:

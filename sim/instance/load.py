@@ -23,7 +23,6 @@ from typing import NamedTuple
 # __init__ (one object.__setattr__ per field) cost ~3x as much (benchmarks/README.md).
 class LoadReport(NamedTuple):
     instance_id: int
-    time: float
     capacity_blocks: int
     used_blocks: int  # allocated to resident requests
     reserved_blocks: int  # pre-allocated for inbound migrations
