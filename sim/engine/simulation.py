@@ -26,7 +26,7 @@ from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalSch
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
 from sim.engine.migrations import MigrationLauncher
-from sim.engine.instances import InstanceRuntime, StepLog, step_loop
+from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
 from sim.engine.setup import (
@@ -148,7 +148,7 @@ class Simulation:
         runtime = InstanceRuntime(llumlet=llumlet, started_at=started)
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
-        runtime.process = self.env.process(step_loop(self.env, runtime, self.steps))
+        runtime.loop = StepLoop(self.env, runtime, self.steps)
         self.scheduler.add_instance(instance_id, llumlet.report() if reported else None)
         return instance_id
 
@@ -265,8 +265,8 @@ class Simulation:
         runtime.stopped_at = self.env.now
         del self.live[instance_id]
         self.scheduler.remove_instance(instance_id)
-        if runtime.process is not None and runtime.process.is_alive:
-            runtime.process.interrupt()
+        if runtime.loop is not None:
+            runtime.loop.stop()
 
     def _wake(self, runtime: InstanceRuntime) -> None:
         """Resume an idle instance's step loop after work arrived."""
