@@ -161,11 +161,12 @@ class Simulation:
         self.scheduler.add_instance(instance_id, llumlet.report())
 
     def _remove_drained(self) -> list[int]:
-        """Remove draining instances that hold and move nothing any more; their ids."""
+        """Remove draining instances that hold nothing any more and are no migration's
+        endpoint (a migration created this instant counts: it took both ends at once)."""
         removed = []
         for runtime in list(self.live.values()):
             llumlet = runtime.llumlet
-            if llumlet.draining and llumlet.is_empty and not llumlet.migrating:
+            if llumlet.draining and llumlet.is_empty and not self.migrations.is_endpoint(llumlet.id):
                 self._stop_instance(llumlet.id)
                 removed.append(llumlet.id)
         return removed
@@ -365,8 +366,8 @@ class Simulation:
         if destination_id is None:
             return
         source, destination = self.live.get(source_id), self.live.get(destination_id)
-        if source is None or destination is None:
-            return
+        if source is None or destination is None or destination.llumlet.draining:
+            return  # a removed or scaled-in instance is never a destination
         if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
             return
         request = self.choose_candidate(source.llumlet, self.scheduler.priority.normal_tier)
