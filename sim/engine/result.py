@@ -56,4 +56,4 @@ class SimulationResult:
     batch_log: list[BatchRecord] = field(default_factory=list)
     scaling_log: list[ScalingEvent] = field(default_factory=list)
     fault_log: list[FaultEvent] = field(default_factory=list)
-    leaked_blocks: int = 0  # allocated or reserved blocks left on live instances at the end
+    leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)

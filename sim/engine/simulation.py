@@ -29,6 +29,7 @@ from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, step_loop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
+from sim.engine.watchdog import Watchdog, stall_span
 from sim.engine.setup import (
     check_names,
     cluster_limits,
@@ -121,6 +122,9 @@ class Simulation:
             # per-step reports: the first instances have not reported before their first step
             self.add_instance(reported=not self.scheduler.reports_per_step)
         self.faults = FaultInjector(self.env, config.faults, self, rng)
+        self.watchdog = Watchdog(
+            self.env, stall_span(config), self._progress, self._pending, self._describe_stuck
+        )
         self._started = False
 
     # ------------------------------------------------------------------ cluster actions
@@ -256,7 +260,37 @@ class Simulation:
         self._started = True
         self.env.process(self._arrivals())
         self.env.process(self._load_reports(progress))
+        self.env.process(self.watchdog.watch())
         self.faults.start()
+
+    # ------------------------------------------------------------------ the watchdog's view
+    def _progress(self) -> tuple[int, int, int, int]:
+        """Changes whenever a request moves on: arrives, is batched, migrates or ends."""
+        return self._done_count, len(self.requests), self.steps.batches, len(self.migrations.records)
+
+    def _pending(self) -> int:
+        """Requests arrived and not ended."""
+        return len(self.requests) - self._done_count
+
+    def _instance_state(self, instance_id: int) -> str:
+        llumlet = self.instances[instance_id].llumlet
+        if llumlet.failed:
+            return "failed"
+        if instance_id not in self.live:
+            return "removed"
+        return "draining" if llumlet.draining else "serving"
+
+    def _describe_stuck(self, shown: int = 10) -> str:
+        """The pending requests (the first ``shown``), where each is, and the live instances."""
+        pending = [r for r in self.requests if not self._done[r.id]]
+        parts = []
+        for request in pending[:shown]:
+            where = request.instance
+            place = "" if where is None else f" on instance {where} ({self._instance_state(where)})"
+            parts.append(f"request {request.id} {request.state.value}{place}")
+        more = f" and {len(pending) - shown} more" if len(pending) > shown else ""
+        live = ", ".join(f"{i} ({self._instance_state(i)})" for i in self.live) or "none"
+        return f"{len(pending)} pending: {', '.join(parts)}{more}; live instances: {live}"
 
     # ------------------------------------------------------------------ processes
     def _stop_instance(self, instance_id: int) -> None:
@@ -376,7 +410,8 @@ class Simulation:
 
     # ------------------------------------------------------------------ run
     def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
-        """Simulate until every request finished or aborted (or the time limit)."""
+        """Simulate until every request finished or aborted (or the time limit). A run that
+        stops making progress raises ``SimulationStalled`` (see ``sim.engine.watchdog``)."""
         started = wallclock.perf_counter()
         env = self.env
         self.start(progress)
@@ -387,14 +422,26 @@ class Simulation:
         interrupted = False
         try:
             if len(self.workload):
-                env.run(until=stop)
+                self.watchdog.run(stop)
                 # let migrations of requests that just finished reach their abort
                 pending = self.migrations.in_flight_processes()
                 if pending and self.all_done.triggered:
-                    env.run(until=env.all_of(pending))
+                    self.watchdog.run(env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
+        if self.all_done.triggered:
+            self._check_all_ended()
         return self._result(wallclock.perf_counter() - started, interrupted)
+
+    def _check_all_ended(self) -> None:
+        """Invariant of a run that drained: every request is finished or aborted, and no
+        instance, live or removed, still holds one."""
+        unended = [r.id for r in self.requests if not r.done]
+        held = [i for i, r in self.instances.items() if not r.llumlet.is_empty]
+        if unended or held:
+            raise AssertionError(
+                f"run drained with requests {unended[:10]} not ended and instances {held} not empty"
+            )
 
     def _result(self, wall_seconds: float, interrupted: bool) -> SimulationResult:
         end = self.env.now
@@ -418,5 +465,5 @@ class Simulation:
             batch_log=self.steps.batch_log,
             scaling_log=self.scaler.log if self.scaler is not None else [],
             fault_log=self.faults.log,
-            leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in self.live.values()),
+            leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in self.instances.values()),
         )

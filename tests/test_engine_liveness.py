@@ -1,10 +1,13 @@
-"""Races between migration, scaling and removal: crafted runs that once never ended."""
+"""Every run ends: a crafted race between migration, scaling and removal that once left a
+request in limbo, and the watchdog that stops a run that makes no more progress."""
 
 from __future__ import annotations
 
 import pytest
 
-from sim.engine import Simulation
+from sim.cli.main import main
+from sim.engine import Simulation, SimulationStalled, watchdog
+from sim.engine.watchdog import STALL_SECONDS, stall_span
 from sim.instance.request import RequestState
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload, placed
 
@@ -59,3 +62,59 @@ def test_an_instance_drained_in_the_round_it_became_a_destination_is_not_removed
     assert all(r.state is RequestState.FINISHED for r in result.requests)
     assert all(r.instances == [0] for r in result.requests)
     assert result.end_time < 60.0 and result.leaked_blocks == 0
+
+
+class DecodeNeverEnds(LinearTimer):
+    """A replica model whose decode steps never end: every request gets stuck running."""
+
+    def batch_time(self, prefills, num_decodes, decode_kv_tokens) -> float:
+        return 1e12 if num_decodes else super().batch_time(prefills, num_decodes, decode_kv_tokens)
+
+
+def stuck_run(**sections) -> Simulation:
+    config = make_config(cluster={"instances": 2, "kv_capacity_blocks": 100}, **sections)
+    return Simulation(
+        config, DecodeNeverEnds(capacity_blocks=100), make_workload([0.0, 0.5], [100, 100], [50, 50])
+    )
+
+
+def test_the_watchdog_stops_a_run_in_which_no_request_progresses():
+    simulation = stuck_run(autoscale={"cold_start": 30.0})
+    span = stall_span(simulation.config)
+    assert span == STALL_SECONDS + 30.0 + simulation.config.migration.prealloc_timeout
+    with pytest.raises(SimulationStalled) as stalled:
+        simulation.run()
+    message = str(stalled.value)
+    assert "no request progressed" in message and "2 pending" in message
+    assert "request 0 running on instance 0 (serving)" in message
+    assert "request 1 running on instance 1 (serving)" in message
+    assert span <= simulation.now <= 1.25 * span + 1.0  # caught within a quarter span
+
+
+def test_the_watchdog_stops_a_run_whose_clock_stops(monkeypatch):
+    monkeypatch.setattr(watchdog, "EVENTS_PER_CHECK", 1000)
+    monkeypatch.setattr(watchdog, "FROZEN_CHECKS", 3)
+    simulation = stuck_run()
+
+    def spin(env):
+        while True:
+            yield env.timeout(0)
+
+    simulation.at(2.0, lambda: simulation.env.process(spin(simulation.env)))
+    with pytest.raises(SimulationStalled, match=r"simulated time stopped at t=2\.000"):
+        simulation.run()
+
+
+def test_a_stalled_run_exits_3_with_one_line(monkeypatch, tmp_path, capsys):
+    import sim.engine.simulation as engine
+
+    monkeypatch.setattr(engine, "load_model", lambda config: DecodeNeverEnds(capacity_blocks=100))
+    config = tmp_path / "stuck.yaml"
+    config.write_text(
+        "cluster: {instances: 1, kv_capacity_blocks: 100}\n"
+        "workload: {source: synthetic, num_requests: 3, arrival: {process: burst}}\n"
+    )
+    assert main(["run", str(config), "--quiet", "--no-plots", "--out", str(tmp_path / "out")]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("llumsim: error: simulation stalled") and "request 0" in err
