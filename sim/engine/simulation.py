@@ -460,6 +460,7 @@ class Simulation:
             capacity_blocks=self.limits.capacity_blocks,
             workload_description=self.workload.description,
             interrupted=interrupted,
+            not_arrived=len(self.workload) - len(self.requests),
             batches=self.steps.batches,
             migrations=self.migrations.records,
             batch_log=self.steps.batch_log,
