@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sim.config import ConfigError, FaultConfig
+from sim.config import FaultConfig
 from sim.engine.actions import ClusterActions
 from sim.engine.result import FaultEvent
 from sim.instance.request import Request
@@ -50,11 +50,6 @@ class FaultInjector:
         ]
         # the open scheduler_down windows (their index in ``faults``), oldest first
         self._outages: list[int] = []
-        for index, fault in enumerate(self.faults):
-            if fault.kind == "instance_failure" and not actions.is_alive(fault.instance):
-                raise ConfigError(
-                    f"faults[{index}].instance: no instance {fault.instance} at start"
-                )
 
     def start(self) -> None:
         """Start one process per timed fault."""

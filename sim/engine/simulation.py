@@ -32,6 +32,7 @@ from sim.engine.scaling import Scaler
 from sim.engine.watchdog import Watchdog, stall_span
 from sim.engine.setup import (
     check_names,
+    check_profiled_limits,
     cluster_limits,
     load_model,
     load_transfer,
@@ -68,6 +69,8 @@ class Simulation:
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
         settings = check_names(config)
+        if replica_model is None:
+            check_profiled_limits(config)
         scaling_rule = SCALING_RULES.get(config.autoscale.rule)
         self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
         self.workload = workload if workload is not None else load_workload(config, root)
