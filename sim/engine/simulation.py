@@ -3,7 +3,7 @@
 Processes (simpy): one arrival process, one step loop per instance (form batch -> replica-
 model time -> apply), one periodic process that delivers load reports to the global
 scheduler (which answers with migration pairs) and to the scaler, one process per migration,
-and the injected faults. Policy lives in ``sim.cluster`` (dispatch, pairing, ordering,
+the injected faults, and the watchdog that stops a run making no progress. Policy lives in ``sim.cluster`` (dispatch, pairing, ordering,
 scaling rules) and ``sim.instance`` (local scheduling, migration candidates); scaling and
 faults act through the ``ClusterActions`` methods below.
 
