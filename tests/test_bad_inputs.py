@@ -133,7 +133,7 @@ def test_a_bad_value_exits_2_naming_the_key(overrides, expected, tmp_path, capsy
     for override in overrides:
         argv += ["--set", override]
     assert expected in exits_2_with_one_line(argv, capsys)
-    assert not (tmp_path / "out").exists()
+    assert sorted(os.listdir(tmp_path)) == ["c.yaml"]  # no run folder, no staging left behind
 
 
 @pytest.mark.parametrize(("content", "expected"), BAD_CONFIG_FILES.values(), ids=BAD_CONFIG_FILES.keys())
@@ -160,6 +160,7 @@ def test_a_corrupt_trace_exits_2_naming_file_row_and_column(content, expected, t
     argv = ["run", str(config), "--quiet", "--out", str(tmp_path / "out")]
     argv += ["--set", "workload.source=lengths", "--set", f"workload.trace={trace}"]
     assert f"{trace}: {expected}" in exits_2_with_one_line(argv, capsys)
+    assert sorted(os.listdir(tmp_path)) == ["c.yaml", "trace.csv"]
 
 
 @pytest.mark.parametrize("case", OUT_IDS)
