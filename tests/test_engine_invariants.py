@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import itertools
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sim.engine import Simulation
@@ -13,52 +15,91 @@ from sim.metrics import request_table
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 
 
+SCHEDULERS = ["round-robin", "infaas++", "llumnix", "llumnix-base", "llumnix-prose", "llumnix-prose-base"]
+ALLOWED_ABORTS = {"exceeds_instance_limits", "instance_failed", "no_live_instance"}
+
+
 @st.composite
-def faults(draw):
+def faults(draw, instances: int):
+    """One fault of any kind; several drawn together overlap often (windows within 30 s)."""
     kind = draw(st.sampled_from(["scheduler_down", "instance_failure", "transfer_failure"]))
-    start = draw(st.floats(0.0, 20.0))
+    start = draw(st.floats(0.0, 30.0))
+    length = draw(st.floats(0.1, 15.0))
     if kind == "scheduler_down":
-        return {"kind": kind, "start": start, "end": start + draw(st.floats(0.1, 10.0))}
+        fallback = draw(st.sampled_from(["round-robin", "random"]))
+        return {"kind": kind, "start": start, "end": start + length, "fallback": fallback}
     if kind == "instance_failure":
         return {
             "kind": kind,
             "at": start,
-            "instance": 0,
+            "instance": draw(st.integers(0, instances - 1)),
             "on_failure": draw(st.sampled_from(["abort", "retry"])),
             "restart_after": draw(st.one_of(st.none(), st.floats(0.0, 5.0))),
         }
-    return {"kind": kind, "probability": draw(st.floats(0.05, 1.0))}
+    window = draw(st.booleans())
+    return {
+        "kind": kind,
+        "probability": draw(st.floats(0.05, 1.0)),
+        **({"start": start, "end": start + length} if window else {}),
+    }
+
+
+@st.composite
+def autoscaling(draw) -> dict:
+    """Off, the artifact's interval loop, or the sustained band; low bands and short waits so
+    that scaling acts (and races with migration) within a short run."""
+    rule = draw(st.sampled_from([None, "artifact", "sustained-band"]))
+    if rule is None:
+        return {"enabled": False}
+    low = draw(st.floats(-5.0, 20.0))
+    return {
+        "enabled": True,
+        "rule": rule,
+        "low": low,
+        "high": low + draw(st.floats(0.5, 50.0)),
+        "interval": draw(st.floats(0.2, 3.0)),
+        "first_check": draw(st.floats(0.0, 5.0)),
+        "sustain": draw(st.floats(0.0, 2.0)),
+        "cold_start": draw(st.floats(0.0, 2.0)),
+        "max_instances": draw(st.integers(1, 6)),
+        "queue_aware": draw(st.booleans()),
+    }
 
 
 @st.composite
 def scenarios(draw):
-    n = draw(st.integers(1, 25))
-    gaps = draw(st.lists(st.floats(0.0, 1.5), min_size=n, max_size=n))
-    arrival = []
-    t = 0.0
-    for gap in gaps:
-        t += gap
-        arrival.append(t)
-    tiers = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 60))
+    # bursty: a gap is often exactly zero (requests arriving together), else up to 1.5 s
+    gaps = draw(st.lists(st.one_of(st.just(0.0), st.floats(0.0, 1.5)), min_size=n, max_size=n))
+    arrival = list(itertools.accumulate(gaps))
+    tiers = draw(st.integers(1, 4))
+    instances = draw(st.integers(1, 6))
     return {
         "arrival": arrival,
-        "prompt": draw(st.lists(st.integers(1, 700), min_size=n, max_size=n)),
+        "prompt": draw(st.lists(st.integers(1, 900), min_size=n, max_size=n)),
         "output": draw(st.lists(st.integers(1, 400), min_size=n, max_size=n)),
         "tier": draw(st.lists(st.integers(0, tiers - 1), min_size=n, max_size=n)),
         "tiers": tiers,
-        "instances": draw(st.integers(1, 3)),
-        "capacity": draw(st.integers(6, 80)),
-        "max_batch_size": draw(st.integers(1, 8)),
+        "instances": instances,
+        "capacity": draw(st.integers(6, 120)),
+        "max_batch_size": draw(st.integers(1, 16)),
         "max_batched_tokens": draw(st.integers(64, 2048)),
         "watermark": draw(st.sampled_from([0.0, 0.05])),
-        "scheduler": draw(st.sampled_from(["round-robin", "infaas++", "llumnix", "llumnix-base"])),
+        "scheduler": draw(st.sampled_from(SCHEDULERS)),
+        "report_interval": draw(st.sampled_from([0.05, 0.2, 0.5])),
+        "pairing_every": draw(st.integers(1, 4)),
         "mode": draw(st.sampled_from(["live", "blocking", "recompute"])),
-        "faults": draw(st.lists(faults(), max_size=2)),
-        "autoscale": draw(st.booleans()),
+        "last_stage_blocks": draw(st.integers(0, 4)),
+        "max_stages": draw(st.integers(1, 3)),
+        "faults": draw(st.lists(faults(instances), max_size=4)),
+        "autoscale": draw(autoscaling()),
     }
 
 
 def build(s) -> Simulation:
+    autoscale = dict(s["autoscale"])
+    if autoscale.get("enabled"):
+        autoscale["max_instances"] = max(autoscale["max_instances"], 1)
     config = make_config(
         cluster={
             "instances": s["instances"],
@@ -68,10 +109,19 @@ def build(s) -> Simulation:
             "watermark_fraction": s["watermark"],
         },
         workload={"priority": {"tiers": s["tiers"]}},
-        scheduler={"name": s["scheduler"], "load_report_interval": 0.2, "pairing_every": 1},
-        migration={"mode": s["mode"], "last_stage_blocks": 2, "prealloc_timeout": 1.0},
+        scheduler={
+            "name": s["scheduler"],
+            "load_report_interval": s["report_interval"],
+            "pairing_every": s["pairing_every"],
+        },
+        migration={
+            "mode": s["mode"],
+            "last_stage_blocks": s["last_stage_blocks"],
+            "max_stages": s["max_stages"],
+            "prealloc_timeout": 1.0,
+        },
         faults=s["faults"],
-        autoscale={"enabled": s["autoscale"], "sustain": 1.0, "max_instances": 4, "cold_start": 0.5},
+        autoscale=autoscale,
     )
     workload = make_workload(s["arrival"], s["prompt"], s["output"], s["tier"])
     return Simulation(
@@ -83,25 +133,22 @@ def build(s) -> Simulation:
     )
 
 
-@given(scenarios())
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_blocks_and_requests_are_conserved_under_migration_scaling_and_faults(s):
+def check_conserved(s) -> None:
+    """Run a scenario to its end (the watchdog fails a run that hangs) and check that every
+    request, block and migration is accounted for, and that no instance was removed while a
+    migration touched it."""
     simulation = build(s)
     result = simulation.run()
     # every request arrived and ended exactly once (the engine raises on a second ending)
-    assert len(s["arrival"]) == len(result.requests)
+    assert len(s["arrival"]) == len(result.requests) and result.not_arrived == 0
     for request in result.requests:
         assert request.state in (RequestState.FINISHED, RequestState.ABORTED)
         if request.state is RequestState.FINISHED:
             assert request.generated == request.output_tokens
             assert request.first_token_time <= request.finish_time
         else:
-            assert request.abort_reason in (
-                "exceeds_instance_limits",
-                "instance_failed",
-                "no_live_instance",
-            )
-    assert result.leaked_blocks == 0
+            assert request.abort_reason in ALLOWED_ABORTS
+    assert result.leaked_blocks == 0  # on every instance, removed ones included
     for instance in simulation.live_ids:
         ledger = simulation.llumlet(instance).ledger
         assert ledger.allocated == 0 and ledger.reserved == 0 and ledger.free == ledger.capacity
@@ -111,6 +158,40 @@ def test_blocks_and_requests_are_conserved_under_migration_scaling_and_faults(s)
         assert (record.outcome == "aborted") == bool(record.abort_reason)
     committed = sum(r.outcome == "committed" for r in result.migrations)
     assert committed == sum(r.migrations for r in result.requests)
+    outages = sorted((f["start"], f["end"]) for f in s["faults"] if f["kind"] == "scheduler_down")
+    for what, happened in (
+        ("scale-in", any(e.action == "scale_in" for e in result.scaling_log)),
+        ("instance removed", any(e.action == "removed" for e in result.scaling_log)),
+        ("migration committed", committed > 0),
+        ("migration to a draining instance aborted",
+         any(m.abort_reason == "destination_draining" for m in result.migrations)),
+        ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
+        ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
+        ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
+    ):
+        if happened:
+            event(what)
+    # an instance is never removed while it is a migration's source or destination
+    for scaling in result.scaling_log:
+        if scaling.action == "removed":
+            touching = [
+                m for m in result.migrations
+                if scaling.instance in (m.source, m.destination) and m.start <= scaling.time < m.end
+            ]
+            assert not touching, (scaling, touching)
+
+
+@given(scenarios())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_blocks_and_requests_are_conserved_under_migration_scaling_and_faults(s):
+    check_conserved(s)
+
+
+@pytest.mark.slow
+@given(scenarios())
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_thousands_of_random_fault_scaling_and_migration_schedules_conserve_everything(s):
+    check_conserved(s)
 
 
 def _table_bytes(simulation: Simulation) -> bytes:

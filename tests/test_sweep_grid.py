@@ -147,7 +147,7 @@ def test_variants_of_a_cell_see_the_same_requests_at_the_same_seed():
         ),
         (
             {"axes": {"workload.arrival.rate": [2, -1]}},
-            "cell [workload.arrival.rate=-1]: workload.arrival.rate: must be > 0",
+            "cell [workload.arrival.rate=-1]: workload.arrival.rate: must be >= 0.001",
         ),
         ({"parts": [{"name": "p", "axis": {}}]}, "parts.p.axis: unknown grid key"),
     ],

@@ -131,7 +131,9 @@ def test_ray_runs_the_same_cells_to_the_same_index(smoke_results, tmp_path):
     assert_same_results(out, reference)
 
 
-def test_a_value_only_the_engine_rejects_stops_the_sweep_naming_the_cell(tmp_path, capsys):
+def test_a_batch_cap_beyond_the_profiles_stops_the_sweep_before_it_runs(tmp_path, capsys):
+    """The profiled limits are known without the replica model: the grid check catches the
+    cell before any run (it used to fail only when its run met it)."""
     from sim.cli.main import main
 
     grid = tmp_path / "g.yaml"
@@ -143,10 +145,8 @@ def test_a_value_only_the_engine_rejects_stops_the_sweep_naming_the_cell(tmp_pat
     assert main(["sweep", str(grid), "--jobs", "1", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert (
-        f"{grid}: cell [cluster.max_batch_size=400] seed 0: cluster.max_batch_size: 400 exceeds"
-        in err
-    )
+    assert f"{grid}: cell [cluster.max_batch_size=400]: cluster.max_batch_size: 400 exceeds" in err
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing written
 
 
 def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch):

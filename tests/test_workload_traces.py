@@ -286,7 +286,7 @@ def test_a_byte_order_mark_and_crlf_line_ends_are_fine(tmp_path):
 def test_the_cli_exits_2_with_one_line_for_a_corrupt_trace(tmp_path, capsys):
     path = tmp_path / "shifted.csv"
     path.write_text(f"{LENGTHS_HEADER}\n10,3,7\n")
-    args = ["run", str(QUICKSTART), "--quiet", "--out", str(tmp_path), "--set"]
+    args = ["run", str(QUICKSTART), "--quiet", "--out", str(tmp_path / "out"), "--set"]
     assert main([*args, f"workload.trace={path}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1

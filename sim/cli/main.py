@@ -1,7 +1,8 @@
 """``llumsim`` entry point: sub-commands register themselves in ``COMMANDS``.
 
 Bad input (unknown key, missing file, bad value) exits with code 2 and one line naming the
-key or file — never a traceback.
+key or file — never a traceback. A run the watchdog stops (no progress) exits with code 3
+and one line naming the stuck requests and instances.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from typing import Sequence
 
 from sim.config import ConfigError
+from sim.engine.watchdog import SimulationStalled
 
 # sub-command name -> module defining ``add_arguments(parser)`` and ``run(args) -> int``
 COMMANDS = {
@@ -46,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"llumsim: error: {exc}", file=sys.stderr)
         return 2
+    except SimulationStalled as exc:
+        print(f"llumsim: error: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("llumsim: interrupted", file=sys.stderr)
         return 130

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from sim.config import load_config
 from sim.engine import simulate
 from sim.metrics import format_summary, write_run
+from sim.metrics.run_folder import RunFolder
+
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,14 +33,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+class _Signal:
+    received: bool = False
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[_Signal]:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so a terminated run stops and writes
+    what an interrupted one writes; the yielded flag says whether it came."""
+    term = _Signal()
+
+    def handler(signum, frame) -> None:
+        term.received = True
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield term
+        return
+    try:
+        yield term
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.overrides)
     show_progress = not args.quiet and (
         config.output.progress if config.output.progress is not None else sys.stderr.isatty()
     )
-    result = simulate(config, show_progress)
     out_dir = args.out or Path(config.output.dir) / config.name
-    summary = write_run(result, out_dir, plots=config.output.plots and not args.no_plots)
+    folder = RunFolder.prepare(out_dir)  # a bad folder fails now, not after the run
+    with sigterm_as_interrupt() as term:
+        try:
+            result = simulate(config, show_progress)
+            summary = write_run(result, folder, plots=config.output.plots and not args.no_plots)
+        except KeyboardInterrupt:
+            if not term.received:
+                raise
+            print("llumsim: terminated", file=sys.stderr)
+            return EXIT_TERMINATED
+        finally:
+            folder.discard()
     print(format_summary(summary))
-    print(f"\nwrote {', '.join(summary['files'])} to {out_dir}/")
-    return 130 if result.interrupted else 0
+    replaced = " (replacing the previous run there)" if folder.replaces else ""
+    print(f"\nwrote {', '.join(summary['files'])} to {out_dir}/{replaced}")
+    if not result.interrupted:
+        return 0
+    return EXIT_TERMINATED if term.received else EXIT_INTERRUPTED

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import types
 import typing
 from pathlib import Path
@@ -21,6 +22,17 @@ T = TypeVar("T")
 
 class ConfigError(ValueError):
     """A bad configuration value; the message names the key or file."""
+
+
+# YAML 1.1 (PyYAML) reads ``1e-3`` and ``5e6`` as strings; YAML 1.2 and every user read them
+# as numbers. A string of exactly this shape is taken as the number it spells.
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _as_number(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        return float(value)
+    return value
 
 
 def _type_name(tp: Any) -> str:
@@ -66,10 +78,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if tp is Any:
         return value
     if tp is float:
+        value = _as_number(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: expected a number, got {value!r}")
         return float(value)
     if tp is int:
+        value = _as_number(value)
         if isinstance(value, bool) or not (
             isinstance(value, int) or (isinstance(value, float) and value.is_integer())
         ):
@@ -159,7 +173,16 @@ def read_yaml(path: str | Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path} (line {line}): not UTF-8 text (byte 0x{exc.object[exc.start]:02x})"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

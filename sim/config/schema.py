@@ -4,12 +4,19 @@ Defaults here are the simulator's defaults (see REFERENCE facts in the README). 
 of a single value happens in ``__post_init__`` and names the field; checks that need other
 parts of ``sim`` (is this model known? this scheduler?) happen where those parts are built,
 and also raise ``ConfigError`` naming the dotted key.
+
+Every numeric key has a finite ``Range`` of physically sensible values in its section's
+``RANGES`` (a test checks that none is missing): infinities, NaN and values that would make
+a run degenerate or endless — a rate of 1e-320 requests/s, 10^13 requests, a CV whose gaps
+all underflow to zero — are refused before anything is built.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Any, ClassVar, Literal, Optional
 
 from sim.config.loader import ConfigError
 
@@ -17,6 +24,70 @@ from sim.config.loader import ConfigError
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise ConfigError(message)
+
+
+def _show(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) or abs(value) >= 10**12 else str(value)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The sensible values of a numeric key: a finite interval, closed unless marked open."""
+
+    low: float
+    high: float
+    unit: str = ""
+    open_low: bool = False
+    open_high: bool = False
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise a ConfigError naming ``name`` if ``value`` (a number, a list of numbers, or
+        None: unset) lies outside."""
+        if value is None:
+            return
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                self.check(f"{name}[{index}]", item)
+            return
+        unit = f" {self.unit}" if self.unit else ""
+        if math.isnan(value):
+            left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+            interval = f"{left}{_show(self.low)}, {_show(self.high)}{right}"
+            raise ConfigError(f"{name}: must be a number in {interval}{unit}, got nan")
+        if value < self.low or (self.open_low and value == self.low):
+            bound = f"{'>' if self.open_low else '>='} {_show(self.low)}"
+        elif value > self.high or (self.open_high and value == self.high):
+            bound = f"{'<' if self.open_high else '<='} {_show(self.high)}"
+        else:
+            return
+        raise ConfigError(f"{name}: must be {bound}{unit}, got {_show(value)}")
+
+
+def _check_ranges(section: Any) -> None:
+    """Check every key of a config section against its ``RANGES``."""
+    for name, allowed in type(section).RANGES.items():
+        allowed.check(name, getattr(section, name))
+
+
+_FRACTION = Range(0.0, 1.0)
+_TOKENS = Range(1, 1_000_000, "tokens")  # lengths: beyond any model's context
+_SECONDS = Range(0.0, 1e9, "s")  # points in simulated time (~30 years)
+_DURATION = Range(0.0, 86_400.0, "s")  # waits: at most a day
+_FREENESS = Range(-1e7, 1e7)  # blocks per request, either sign
+_INSTANCES = Range(1, 4096)
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_+=,@~-][A-Za-z0-9_.+=,@~-]{0,199}")
+
+
+def check_run_name(key: str, name: str) -> str:
+    """A run or sweep name becomes a folder under the output folder: it must be one plain
+    name (letters, digits, ``_ . + = , @ ~ -``; not starting with a dot), never a path."""
+    _require(
+        bool(_PLAIN_NAME.fullmatch(name)),
+        f"{key}: must be a plain folder name (letters, digits, '_.+=,@~-', not starting with "
+        f"'.', at most 200 characters), got {name!r}",
+    )
+    return name
 
 
 @dataclass
@@ -32,10 +103,13 @@ class OverheadConfig:
     base: float = 1.6328e-3  # s per iteration
     per_request: float = 1.86e-4  # s per request in the iteration's batch
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "base": Range(0.0, 1.0, "s"),
+        "per_request": Range(0.0, 0.1, "s"),
+    }
+
     def __post_init__(self) -> None:
-        for name in ("base", "per_request"):
-            value = getattr(self, name)
-            _require(value >= 0, f"{name}: must be >= 0 s, got {value}")
+        _check_ranges(self)
 
 
 @dataclass
@@ -57,33 +131,22 @@ class ClusterConfig:
     # light-batch decode follows the Llumnix paper's Figure 4; see README "Replica model")
     decode_scale: float = 1.0
 
+    # batch limits above what the replica model is profiled for are refused by the engine
+    # (sim.engine.setup.check_profiled_limits), before the model is built
+    RANGES: ClassVar[dict[str, Range]] = {
+        "instances": _INSTANCES,
+        "tensor_parallel": Range(1, 64),
+        "block_size": Range(1, 1024, "tokens"),
+        "gpu_memory_utilization": Range(0.0, 1.0, open_low=True),
+        "kv_capacity_blocks": Range(1, 10_000_000, "blocks"),
+        "max_batched_tokens": Range(1, 10_000_000, "tokens"),
+        "max_batch_size": Range(1, 100_000),
+        "watermark_fraction": Range(0.0, 1.0, open_high=True),
+        "decode_scale": Range(0.0, 100.0, open_low=True),
+    }
+
     def __post_init__(self) -> None:
-        _require(self.instances >= 1, f"instances: must be >= 1, got {self.instances}")
-        _require(self.decode_scale > 0, f"decode_scale: must be > 0, got {self.decode_scale}")
-        _require(self.block_size >= 1, f"block_size: must be >= 1, got {self.block_size}")
-        _require(
-            0 < self.gpu_memory_utilization <= 1,
-            f"gpu_memory_utilization: must be in (0, 1], got {self.gpu_memory_utilization}",
-        )
-        _require(
-            self.kv_capacity_blocks is None or self.kv_capacity_blocks >= 1,
-            f"kv_capacity_blocks: must be >= 1, got {self.kv_capacity_blocks}",
-        )
-        _require(
-            self.max_batched_tokens >= 1,
-            f"max_batched_tokens: must be >= 1, got {self.max_batched_tokens}",
-        )
-        _require(
-            self.max_batch_size >= 1, f"max_batch_size: must be >= 1, got {self.max_batch_size}"
-        )
-        _require(
-            0 <= self.watermark_fraction < 1,
-            f"watermark_fraction: must be in [0, 1), got {self.watermark_fraction}",
-        )
-        _require(
-            self.tensor_parallel is None or self.tensor_parallel >= 1,
-            f"tensor_parallel: must be >= 1, got {self.tensor_parallel}",
-        )
+        _check_ranges(self)
 
 
 @dataclass
@@ -99,15 +162,19 @@ class ArrivalConfig:
     rate: Optional[float] = 7.5  # requests/s; for ``trace``: time-scale to this rate (None: as recorded)
     cv: float = 1.0  # coefficient of variation of inter-arrival times (gamma only)
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        # below one request in ~17 minutes a run is mostly idle report rounds
+        "rate": Range(0.001, 1e6, "requests/s"),
+        # Gamma shape 1/CV^2: beyond 20 nearly every gap underflows to zero (a few bursts)
+        "cv": Range(0.01, 20.0),
+    }
+
     def __post_init__(self) -> None:
-        _require(
-            self.rate is None or self.rate > 0, f"rate: must be > 0 requests/s, got {self.rate}"
-        )
+        _check_ranges(self)
         _require(
             self.process in ("trace", "burst") or self.rate is not None,
             f"rate: required for the {self.process} arrival process",
         )
-        _require(self.cv > 0, f"cv: must be > 0, got {self.cv}")
         _require(
             self.process == "gamma" or self.cv == 1.0,
             f"cv: only the gamma arrival process takes a CV (got {self.cv} with {self.process!r})",
@@ -122,13 +189,15 @@ class SyntheticLengthsConfig:
     output: str = "M"
     max_tokens: int = 6144
 
+    RANGES: ClassVar[dict[str, Range]] = {"max_tokens": _TOKENS}
+
     def __post_init__(self) -> None:
+        _check_ranges(self)
         for name in ("input", "output"):
             value = getattr(self, name)
             _require(
                 value in ("S", "M", "L"), f"{name}: length class must be S, M or L, got {value!r}"
             )
-        _require(self.max_tokens >= 1, f"max_tokens: must be >= 1, got {self.max_tokens}")
 
 
 @dataclass
@@ -139,11 +208,10 @@ class PriorityConfig:
     tiers: int = 1
     high_share: float = 0.1  # ``share`` sampler: fraction of requests in tier 0 (paper: 10%)
 
+    RANGES: ClassVar[dict[str, Range]] = {"tiers": Range(1, 64), "high_share": _FRACTION}
+
     def __post_init__(self) -> None:
-        _require(1 <= self.tiers <= 64, f"tiers: must be in 1..64, got {self.tiers}")
-        _require(
-            0 <= self.high_share <= 1, f"high_share: must be in [0, 1], got {self.high_share}"
-        )
+        _check_ranges(self)
 
 
 @dataclass
@@ -159,11 +227,12 @@ class MatchConfig:
     mean: Optional[float] = None
     p95: Optional[float] = None
 
+    RANGES: ClassVar[dict[str, Range]] = {"mean": _TOKENS, "p95": _TOKENS}
+
     def __post_init__(self) -> None:
         for name in ("mean", "p95"):
-            value = getattr(self, name)
-            _require(value is not None, f"{name}: required (tokens)")
-            _require(value >= 1, f"{name}: must be >= 1 token, got {value}")
+            _require(getattr(self, name) is not None, f"{name}: required (tokens)")
+        _check_ranges(self)
 
 
 @dataclass
@@ -184,11 +253,15 @@ class FieldShapeConfig:
     match: Optional[MatchConfig] = None  # map onto this mean and P95
     cap: Optional[int] = None  # truncate final lengths to at most this many tokens
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "scale": Range(0.0, 1000.0, open_low=True),
+        "min": _TOKENS,
+        "max": _TOKENS,
+        "cap": _TOKENS,
+    }
+
     def __post_init__(self) -> None:
-        _require(self.scale is None or self.scale > 0, f"scale: must be > 0, got {self.scale}")
-        for name in ("min", "max", "cap"):
-            value = getattr(self, name)
-            _require(value is None or value >= 1, f"{name}: must be >= 1 token, got {value}")
+        _check_ranges(self)
         _require(
             self.min is None or self.max is None or self.min <= self.max,
             f"max: must be >= min ({self.min}), got {self.max}",
@@ -235,11 +308,11 @@ class WorkloadConfig:
     # benchmark client replayed draw for draw (sim/workload/artifact_client.py)
     client: Literal["llumsim", "artifact"] = "llumsim"
 
+    # ten million requests already take gigabytes; more is a typo, not a workload
+    RANGES: ClassVar[dict[str, Range]] = {"num_requests": Range(1, 10_000_000, "requests")}
+
     def __post_init__(self) -> None:
-        _require(
-            self.num_requests is None or self.num_requests >= 1,
-            f"num_requests: must be >= 1, got {self.num_requests}",
-        )
+        _check_ranges(self)
         _require(
             self.source != "synthetic" or self.num_requests is not None,
             "num_requests: required for source 'synthetic' (a generator has no end)",
@@ -285,17 +358,17 @@ class HeadroomConfig:
     max_total: float = 0.5  # cap on the headroom of all tiers together, as a fraction of M
     blocks: Optional[list[float]] = None  # explicit per-tier headroom, e.g. [100, 0] (the paper's scheme)
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "h_max": _FRACTION,
+        "decay": Range(0.0, 100.0),
+        "max_total": _FRACTION,
+        "blocks": Range(0.0, 10_000_000.0, "blocks"),
+    }
+
     def __post_init__(self) -> None:
-        _require(0 <= self.h_max <= 1, f"h_max: must be in [0, 1], got {self.h_max}")
-        _require(self.decay >= 0, f"decay: must be >= 0, got {self.decay}")
-        _require(0 <= self.max_total <= 1, f"max_total: must be in [0, 1], got {self.max_total}")
-        _require(
-            self.blocks is None or all(b >= 0 for b in self.blocks),
-            f"blocks: headroom must be >= 0 blocks, got {self.blocks}",
-        )
+        _check_ranges(self)
 
 
-@dataclass
 @dataclass
 class SchedulerPriorityConfig:
     """How tiers turn into load (``sim.cluster.priority``); None: the preset's choice."""
@@ -306,11 +379,12 @@ class SchedulerPriorityConfig:
     load_targets: Optional[list[float]] = None
     local: Optional[Literal["fcfs", "tier"]] = None  # the llumlet's queue/preemption order
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "load_targets": Range(0.0, 1e9, "tokens", open_low=True),
+    }
+
     def __post_init__(self) -> None:
-        _require(
-            self.load_targets is None or all(t > 0 for t in self.load_targets),
-            f"load_targets: tokens must be > 0, got {self.load_targets}",
-        )
+        _check_ranges(self)
 
 
 @dataclass
@@ -339,12 +413,15 @@ class SchedulerConfig:
     destination_above: float = 3.0  # freeness over this makes an instance a migration destination
     headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "load_report_interval": Range(0.001, 3600.0, "s"),
+        "pairing_every": Range(1, 1_000_000),
+        "source_below": _FREENESS,
+        "destination_above": _FREENESS,
+    }
+
     def __post_init__(self) -> None:
-        _require(
-            self.load_report_interval > 0,
-            f"load_report_interval: must be > 0 s, got {self.load_report_interval}",
-        )
-        _require(self.pairing_every >= 1, f"pairing_every: must be >= 1, got {self.pairing_every}")
+        _check_ranges(self)
         _require(
             self.destination_above >= self.source_below,
             f"destination_above: must be >= source_below ({self.source_below}), "
@@ -360,10 +437,14 @@ class TransferConfig:
     gpu_bandwidth: Optional[float] = None  # bytes/s one GPU moves (GPU->CPU staging + Gloo)
     network_bandwidth: Optional[float] = None  # bytes/s one instance's network link carries
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "stage_latency": Range(0.0, 60.0, "s", open_low=True),
+        "gpu_bandwidth": Range(1e6, 1e13, "bytes/s"),  # 1 MB/s .. 10 TB/s
+        "network_bandwidth": Range(1e6, 1e13, "bytes/s"),
+    }
+
     def __post_init__(self) -> None:
-        for name in ("stage_latency", "gpu_bandwidth", "network_bandwidth"):
-            value = getattr(self, name)
-            _require(value is None or value > 0, f"{name}: must be > 0, got {value}")
+        _check_ranges(self)
 
 
 @dataclass
@@ -380,20 +461,15 @@ class MigrationConfig:
     prealloc_timeout: float = 10.0  # seconds before a destination frees an orphaned reservation
     transfer: TransferConfig = field(default_factory=TransferConfig)
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "last_stage_blocks": Range(0, 10_000_000, "blocks"),
+        "max_stages": Range(1, 1000),
+        "colocated_slowdown": Range(0.0, 1.0, open_high=True),
+        "prealloc_timeout": Range(0.0, 3600.0, "s", open_low=True),
+    }
+
     def __post_init__(self) -> None:
-        _require(
-            self.last_stage_blocks >= 0,
-            f"last_stage_blocks: must be >= 0, got {self.last_stage_blocks}",
-        )
-        _require(self.max_stages >= 1, f"max_stages: must be >= 1, got {self.max_stages}")
-        _require(
-            0 <= self.colocated_slowdown < 1,
-            f"colocated_slowdown: must be in [0, 1), got {self.colocated_slowdown}",
-        )
-        _require(
-            self.prealloc_timeout > 0,
-            f"prealloc_timeout: must be > 0 s, got {self.prealloc_timeout}",
-        )
+        _check_ranges(self)
 
 
 @dataclass
@@ -413,15 +489,20 @@ class AutoscaleConfig:
     max_instances: int = 16
     queue_aware: bool = False  # scale on freeness that counts queued demand (Llumnix's code)
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "low": _FREENESS,
+        "high": _FREENESS,
+        "interval": Range(0.0, 86_400.0, "s", open_low=True),
+        "first_check": _SECONDS,
+        "sustain": _DURATION,
+        "cold_start": _DURATION,
+        "min_instances": _INSTANCES,
+        "max_instances": _INSTANCES,
+    }
+
     def __post_init__(self) -> None:
+        _check_ranges(self)
         _require(self.high > self.low, f"high: must be > low ({self.low}), got {self.high}")
-        _require(self.sustain >= 0, f"sustain: must be >= 0 s, got {self.sustain}")
-        _require(self.interval > 0, f"interval: must be > 0 s, got {self.interval}")
-        _require(self.first_check >= 0, f"first_check: must be >= 0 s, got {self.first_check}")
-        _require(self.cold_start >= 0, f"cold_start: must be >= 0 s, got {self.cold_start}")
-        _require(
-            self.min_instances >= 1, f"min_instances: must be >= 1, got {self.min_instances}"
-        )
         _require(
             self.max_instances >= self.min_instances,
             f"max_instances: must be >= min_instances ({self.min_instances}), got {self.max_instances}",
@@ -450,7 +531,17 @@ class FaultConfig:
     fallback: Literal["round-robin", "random"] = "round-robin"
     probability: float = 0.0
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "start": _SECONDS,
+        "end": _SECONDS,
+        "at": _SECONDS,
+        "instance": Range(0, _INSTANCES.high - 1),
+        "restart_after": _DURATION,
+        "probability": _FRACTION,
+    }
+
     def __post_init__(self) -> None:
+        _check_ranges(self)
         if self.kind == "scheduler_down":
             _require(
                 self.start is not None and self.end is not None and self.end > self.start >= 0,
@@ -487,11 +578,10 @@ class OutputConfig:
     timeline: bool = False  # write timeline.json (Perfetto / chrome://tracing): batches and migrations
     progress: Optional[bool] = None  # None: show a progress bar on a terminal
 
+    RANGES: ClassVar[dict[str, Range]] = {"timeseries_interval": Range(0.001, 1e6, "s")}
+
     def __post_init__(self) -> None:
-        _require(
-            self.timeseries_interval > 0,
-            f"timeseries_interval: must be > 0 s, got {self.timeseries_interval}",
-        )
+        _check_ranges(self)
 
 
 @dataclass
@@ -500,10 +590,10 @@ class CostConfig:
 
     gpu_hour_price: float = 1.0  # per GPU-hour, any currency; 1.0 makes cost equal GPU-hours
 
+    RANGES: ClassVar[dict[str, Range]] = {"gpu_hour_price": Range(0.0, 1e6)}
+
     def __post_init__(self) -> None:
-        _require(
-            self.gpu_hour_price >= 0, f"gpu_hour_price: must be >= 0, got {self.gpu_hour_price}"
-        )
+        _check_ranges(self)
 
 
 @dataclass
@@ -522,8 +612,17 @@ class SimulationConfig:
     output: OutputConfig = field(default_factory=OutputConfig)
     cost: CostConfig = field(default_factory=CostConfig)
 
+    RANGES: ClassVar[dict[str, Range]] = {
+        "seed": Range(0, 2**63 - 1),
+        "time_limit": Range(0.0, 1e9, "s", open_low=True),
+    }
+
     def __post_init__(self) -> None:
-        _require(
-            self.time_limit is None or self.time_limit > 0,
-            f"time_limit: must be > 0 s, got {self.time_limit}",
-        )
+        _check_ranges(self)
+        check_run_name("name", self.name)
+        for index, fault in enumerate(self.faults):
+            _require(
+                fault.kind != "instance_failure" or fault.instance < self.cluster.instances,
+                f"faults[{index}].instance: no instance {fault.instance} at start "
+                f"(instances 0..{self.cluster.instances - 1})",
+            )

@@ -3,5 +3,6 @@
 from sim.engine.result import SimulationResult
 from sim.engine.simulate import simulate
 from sim.engine.simulation import Simulation
+from sim.engine.watchdog import SimulationStalled
 
-__all__ = ["Simulation", "SimulationResult", "simulate"]
+__all__ = ["Simulation", "SimulationResult", "SimulationStalled", "simulate"]

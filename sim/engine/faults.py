@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sim.config import ConfigError, FaultConfig
+from sim.config import FaultConfig
 from sim.engine.actions import ClusterActions
 from sim.engine.result import FaultEvent
 from sim.instance.request import Request
@@ -48,18 +48,14 @@ class FaultInjector:
             for fault in self.faults
             if fault.kind == "transfer_failure"
         ]
-        self._outages: list[str] = []  # fallbacks of the open scheduler_down windows, oldest first
-        for index, fault in enumerate(self.faults):
-            if fault.kind == "instance_failure" and not actions.is_alive(fault.instance):
-                raise ConfigError(
-                    f"faults[{index}].instance: no instance {fault.instance} at start"
-                )
+        # the open scheduler_down windows (their index in ``faults``), oldest first
+        self._outages: list[int] = []
 
     def start(self) -> None:
         """Start one process per timed fault."""
-        for fault in self.faults:
+        for index, fault in enumerate(self.faults):
             if fault.kind == "scheduler_down":
-                self.env.process(self._scheduler_outage(fault))
+                self.env.process(self._scheduler_outage(index))
             elif fault.kind == "instance_failure":
                 self.env.process(self._instance_failure(fault))
 
@@ -84,16 +80,17 @@ class FaultInjector:
                 self.actions.end_request(request, ABORT_INSTANCE_FAILED)
         return lost
 
-    def _scheduler_outage(self, fault: FaultConfig):
+    def _scheduler_outage(self, index: int):
         env = self.env
+        fault = self.faults[index]
         yield env.timeout(fault.start)
-        self._outages.append(fault.fallback)
+        self._outages.append(index)
         self.actions.set_scheduler_down(fault.fallback)
         self.log.append(FaultEvent(env.now, "scheduler_down", fault.fallback))
         yield env.timeout(fault.end - fault.start)
-        self._outages.remove(fault.fallback)
-        if self._outages:
-            self.actions.set_scheduler_down(self._outages[-1])  # an overlapping window goes on
+        self._outages.remove(index)  # by window, not by fallback: two may share one
+        if self._outages:  # an overlapping window goes on, with the latest one's fallback
+            self.actions.set_scheduler_down(self.faults[self._outages[-1]].fallback)
             return
         self.actions.set_scheduler_down(None)
         self.log.append(FaultEvent(env.now, "scheduler_up", ""))

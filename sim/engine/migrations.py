@@ -2,11 +2,15 @@
 
 Which instances pair and whether a paired source starts now is the global scheduler's
 decision; which request moves is the source llumlet's (``sim.instance.candidates``); the
-stages and handshake are ``sim.instance.migration.migrate``. This module wires them to time.
+stages and handshake are ``sim.instance.migration.migrate``. This module wires them to time
+and keeps the set of migration endpoints: both instances are taken the moment a migration is
+created (not when its process first runs), so nothing decided later in the same instant —
+a drain, a removal — can pull an instance out from under a migration.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable
 
 from sim.instance.llumlet import Llumlet
@@ -40,11 +44,14 @@ class MigrationLauncher:
         self.on_commit = on_commit  # called with the source id: it may go on migrating
         self.records: list[MigrationRecord] = []
         self._processes: list = []
+        self._endpoints: Counter[int] = Counter()  # in-flight migrations touching each instance
 
     def start(self, request: Request, source: Llumlet, destination: Llumlet) -> MigrationRecord:
         """Start moving ``request`` (running on ``source``) to ``destination`` now."""
         if request not in source.running:
             raise ValueError(f"request {request.id} is not running on instance {source.id}")
+        if destination is source or destination.draining or destination.failed:
+            raise ValueError(f"instance {destination.id} cannot be a migration destination now")
         record = MigrationRecord(
             id=len(self.records),
             request_id=request.id,
@@ -54,8 +61,23 @@ class MigrationLauncher:
             start=self.env.now,
         )
         self.records.append(record)
+        self._take(source, destination)
         self._processes.append(self.env.process(self._run(source, destination, request, record)))
         return record
+
+    def is_endpoint(self, instance_id: int) -> bool:
+        """Whether a migration in flight moves a request from or to this instance."""
+        return self._endpoints[instance_id] > 0
+
+    def _take(self, *llumlets: Llumlet) -> None:
+        for llumlet in llumlets:
+            self._endpoints[llumlet.id] += 1
+            llumlet.migrating = True
+
+    def _release(self, *llumlets: Llumlet) -> None:
+        for llumlet in llumlets:
+            self._endpoints[llumlet.id] -= 1
+            llumlet.migrating = self._endpoints[llumlet.id] > 0
 
     def _run(self, source: Llumlet, destination: Llumlet, request: Request, record: MigrationRecord):
         yield from migrate(
@@ -70,6 +92,7 @@ class MigrationLauncher:
             stage_fails=self.stage_fails,
             handshake_timeout=self.handshake_timeout,
         )
+        self._release(source, destination)
         if record.outcome is MigrationOutcome.COMMITTED:
             self.on_commit(source.id)
         # after an abort the pair waits for the next pairing round

@@ -56,4 +56,5 @@ class SimulationResult:
     batch_log: list[BatchRecord] = field(default_factory=list)
     scaling_log: list[ScalingEvent] = field(default_factory=list)
     fault_log: list[FaultEvent] = field(default_factory=list)
-    leaked_blocks: int = 0  # allocated or reserved blocks left on live instances at the end
+    not_arrived: int = 0  # requests of the workload that had not arrived when the run stopped
+    leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)

@@ -34,6 +34,29 @@ def check_names(config: SimulationConfig):
     return settings
 
 
+def check_profiled_limits(config: SimulationConfig) -> None:
+    """The batch limits the replica model's profiles cover, known from the profile grid
+    without fitting or loading anything: a cap above them fails before the model is built
+    (and before a first run's "fitting Vidur's predictor" notice)."""
+    from sim.hardware.predictor_settings import MAX_DECODE_BATCH, MAX_TOKENS
+
+    cluster = config.cluster
+    _check_batch_cap(cluster.max_batch_size, MAX_DECODE_BATCH)
+    if cluster.max_batched_tokens > MAX_TOKENS:
+        raise ConfigError(
+            f"cluster.max_batched_tokens: {cluster.max_batched_tokens} exceeds the {MAX_TOKENS} "
+            "tokens per iteration the replica model is profiled for"
+        )
+
+
+def _check_batch_cap(requested: int, profiled: int) -> None:
+    if requested > profiled:
+        raise ConfigError(
+            f"cluster.max_batch_size: {requested} exceeds the {profiled} "
+            "decode batch sizes the replica model is profiled for"
+        )
+
+
 def load_workload(config: SimulationConfig, root: Path | None):
     from sim.workload import build_workload
 
@@ -86,12 +109,7 @@ def cluster_limits(config: SimulationConfig, model: BatchTimer, tiers: int) -> L
     """Per-instance vLLM limits; the batch cap must be one the replica model covers."""
     cluster = config.cluster
     capacity = cluster.kv_capacity_blocks or model.kv_capacity_blocks
-    model_batch_cap = getattr(model, "max_batch_size", cluster.max_batch_size)
-    if cluster.max_batch_size > model_batch_cap:
-        raise ConfigError(
-            f"cluster.max_batch_size: {cluster.max_batch_size} exceeds the {model_batch_cap} "
-            "decode batch sizes the replica model is profiled for"
-        )
+    _check_batch_cap(cluster.max_batch_size, getattr(model, "max_batch_size", cluster.max_batch_size))
     return LlumletLimits(
         capacity_blocks=capacity,
         block_size=cluster.block_size,

@@ -3,7 +3,7 @@
 Processes (simpy): one arrival process, one step loop per instance (form batch -> replica-
 model time -> apply), one periodic process that delivers load reports to the global
 scheduler (which answers with migration pairs) and to the scaler, one process per migration,
-and the injected faults. Policy lives in ``sim.cluster`` (dispatch, pairing, ordering,
+the injected faults, and the watchdog that stops a run making no progress. Policy lives in ``sim.cluster`` (dispatch, pairing, ordering,
 scaling rules) and ``sim.instance`` (local scheduling, migration candidates); scaling and
 faults act through the ``ClusterActions`` methods below.
 
@@ -29,8 +29,10 @@ from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
+from sim.engine.watchdog import Watchdog, stall_span
 from sim.engine.setup import (
     check_names,
+    check_profiled_limits,
     cluster_limits,
     load_model,
     load_transfer,
@@ -67,6 +69,8 @@ class Simulation:
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
         settings = check_names(config)
+        if replica_model is None:
+            check_profiled_limits(config)
         scaling_rule = SCALING_RULES.get(config.autoscale.rule)
         self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
         self.workload = workload if workload is not None else load_workload(config, root)
@@ -122,6 +126,9 @@ class Simulation:
             # per-step reports: the first instances have not reported before their first step
             self.add_instance(reported=not self.scheduler.reports_per_step)
         self.faults = FaultInjector(self.env, config.faults, self, rng)
+        self.watchdog = Watchdog(
+            self.env, stall_span(config), self._progress, self._pending, self._describe_stuck
+        )
         self._started = False
 
     # ------------------------------------------------------------------ cluster actions
@@ -162,11 +169,12 @@ class Simulation:
         self.scheduler.add_instance(instance_id, llumlet.report())
 
     def _remove_drained(self) -> list[int]:
-        """Remove draining instances that hold and move nothing any more; their ids."""
+        """Remove draining instances that hold nothing any more and are no migration's
+        endpoint (a migration created this instant counts: it took both ends at once)."""
         removed = []
         for runtime in list(self.live.values()):
             llumlet = runtime.llumlet
-            if llumlet.draining and llumlet.is_empty and not llumlet.migrating:
+            if llumlet.draining and llumlet.is_empty and not self.migrations.is_endpoint(llumlet.id):
                 self._stop_instance(llumlet.id)
                 removed.append(llumlet.id)
         return removed
@@ -256,7 +264,37 @@ class Simulation:
         self._started = True
         self.env.process(self._arrivals())
         self.env.process(self._load_reports(progress))
+        self.env.process(self.watchdog.watch())
         self.faults.start()
+
+    # ------------------------------------------------------------------ the watchdog's view
+    def _progress(self) -> tuple[int, int, int, int]:
+        """Changes whenever a request moves on: arrives, is batched, migrates or ends."""
+        return self._done_count, len(self.requests), self.steps.batches, len(self.migrations.records)
+
+    def _pending(self) -> int:
+        """Requests arrived and not ended."""
+        return len(self.requests) - self._done_count
+
+    def _instance_state(self, instance_id: int) -> str:
+        llumlet = self.instances[instance_id].llumlet
+        if llumlet.failed:
+            return "failed"
+        if instance_id not in self.live:
+            return "removed"
+        return "draining" if llumlet.draining else "serving"
+
+    def _describe_stuck(self, shown: int = 10) -> str:
+        """The pending requests (the first ``shown``), where each is, and the live instances."""
+        pending = [r for r in self.requests if not self._done[r.id]]
+        parts = []
+        for request in pending[:shown]:
+            where = request.instance
+            place = "" if where is None else f" on instance {where} ({self._instance_state(where)})"
+            parts.append(f"request {request.id} {request.state.value}{place}")
+        more = f" and {len(pending) - shown} more" if len(pending) > shown else ""
+        live = ", ".join(f"{i} ({self._instance_state(i)})" for i in self.live) or "none"
+        return f"{len(pending)} pending: {', '.join(parts)}{more}; live instances: {live}"
 
     # ------------------------------------------------------------------ processes
     def _stop_instance(self, instance_id: int) -> None:
@@ -374,8 +412,8 @@ class Simulation:
         if destination_id is None:
             return
         source, destination = self.live.get(source_id), self.live.get(destination_id)
-        if source is None or destination is None:
-            return
+        if source is None or destination is None or destination.llumlet.draining:
+            return  # a removed or scaled-in instance is never a destination
         if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
             return
         request = self.choose_candidate(source.llumlet, self.scheduler.priority.normal_tier)
@@ -384,7 +422,8 @@ class Simulation:
 
     # ------------------------------------------------------------------ run
     def run(self, progress: Callable[[float], None] | None = None) -> SimulationResult:
-        """Simulate until every request finished or aborted (or the time limit)."""
+        """Simulate until every request finished or aborted (or the time limit). A run that
+        stops making progress raises ``SimulationStalled`` (see ``sim.engine.watchdog``)."""
         started = wallclock.perf_counter()
         env = self.env
         self.start(progress)
@@ -395,14 +434,26 @@ class Simulation:
         interrupted = False
         try:
             if len(self.workload):
-                env.run(until=stop)
+                self.watchdog.run(stop)
                 # let migrations of requests that just finished reach their abort
                 pending = self.migrations.in_flight_processes()
                 if pending and self.all_done.triggered:
-                    env.run(until=env.all_of(pending))
+                    self.watchdog.run(env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
+        if self.all_done.triggered:
+            self._check_all_ended()
         return self._result(wallclock.perf_counter() - started, interrupted)
+
+    def _check_all_ended(self) -> None:
+        """Invariant of a run that drained: every request is finished or aborted, and no
+        instance, live or removed, still holds one."""
+        unended = [r.id for r in self.requests if not r.done]
+        held = [i for i, r in self.instances.items() if not r.llumlet.is_empty]
+        if unended or held:
+            raise AssertionError(
+                f"run drained with requests {unended[:10]} not ended and instances {held} not empty"
+            )
 
     def _result(self, wall_seconds: float, interrupted: bool) -> SimulationResult:
         end = self.env.now
@@ -421,10 +472,11 @@ class Simulation:
             capacity_blocks=self.limits.capacity_blocks,
             workload_description=self.workload.description,
             interrupted=interrupted,
+            not_arrived=len(self.workload) - len(self.requests),
             batches=self.steps.batches,
             migrations=self.migrations.records,
             batch_log=self.steps.batch_log,
             scaling_log=self.scaler.log if self.scaler is not None else [],
             fault_log=self.faults.log,
-            leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in self.live.values()),
+            leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in self.instances.values()),
         )

@@ -9,8 +9,9 @@ One migration is one process (``migrate``), read top to bottom:
   it turns its reservation into the request's blocks and resumes it from its next iteration;
 * before every stage the destination pre-allocates that stage's blocks (ACK) or refuses
   (ABORT); after every stage the source aborts if the request finished or was preempted
-  meanwhile. On abort every reserved block is released and the request carries on at the
-  source.
+  meanwhile, or if the destination started draining (a scaled-in instance stops being a
+  destination at once). On abort every reserved block is released and the request carries
+  on at the source.
 
 Each mode is a ``StagePlan``: ``blocking`` copies everything in one stage with the request
 stopped; ``recompute`` copies nothing and the destination prefills the request again.
@@ -38,6 +39,7 @@ ABORT_PREEMPTED = "request_preempted"
 ABORT_SOURCE_FAILED = "source_failed"
 ABORT_DESTINATION_FAILED = "destination_failed"
 ABORT_TRANSFER_FAILED = "transfer_failed"
+ABORT_DESTINATION_DRAINING = "destination_draining"
 
 
 class MigrationMode(StrEnum):
@@ -82,7 +84,7 @@ class MigrationEndpoint(Protocol):
     ledger: BlockLedger
     limits: LlumletLimits
     failed: bool
-    migrating: bool
+    draining: bool
     copying: int
 
     def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None: ...
@@ -198,7 +200,6 @@ class _Handshake:
         self.copied = 0
         self.suspended = False
         request.migration = record
-        source.migrating = destination.migrating = True
 
     def trouble(self) -> Optional[str]:
         """Why the migration cannot go on, if it cannot."""
@@ -206,6 +207,8 @@ class _Handshake:
             return ABORT_DESTINATION_FAILED
         if self.source.failed:
             return ABORT_SOURCE_FAILED
+        if self.destination.draining:  # scaled in: it would only have to move the request on
+            return ABORT_DESTINATION_DRAINING
         state = self.request.state
         if state is RequestState.FINISHED or state is RequestState.ABORTED:
             return ABORT_FINISHED
@@ -273,7 +276,6 @@ class _Handshake:
         record.end = self.env.now
         record.outcome = outcome
         record.abort_reason = reason
-        source.migrating = self.destination.migrating = False
         if outcome is MigrationOutcome.COMMITTED:
             return
         self.destination.ledger.cancel(self.key)

@@ -1,8 +1,12 @@
 """What faults cost: requests lost or retried, latency during the fault, time to recover.
 
-Recovery time is measured on a sliding window of request arrivals: starting at the end of
-the fault, the first moment the P99 prefill latency of requests that arrived in the last
-``RECOVERY_WINDOW_S`` seconds is back within 20% of its value just before the fault.
+Recovery is measured the same way for every fault kind, against the pre-fault window: the
+baseline is the P99 prefill latency of requests that arrived in the ``RECOVERY_WINDOW_S``
+seconds before the fault started; the recovery time is how long after the fault's end the
+requests arriving in the next ``RECOVERY_WINDOW_S`` seconds are back within 20% of it. The
+window looks forward from the fault's end, so it never mixes in pre-fault requests: an
+instance failure without a restart (whose window ends where it starts) is judged on the
+requests that arrive after it, not on those that arrived before.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ def _prefill_p99(arrival: np.ndarray, prefill: np.ndarray, start: float, end: fl
 def recovery_time(
     requests: pd.DataFrame, fault_start: float, fault_end: float, horizon: float
 ) -> tuple[float, Optional[float]]:
-    """(pre-fault P99 prefill, seconds after ``fault_end`` until it is back within 20%)."""
+    """(pre-fault P99 prefill, seconds after ``fault_end`` until the requests arriving in
+    the next window see a P99 prefill within 20% of it; None: not by ``horizon``)."""
     finished = requests[requests["status"] == "finished"]
     arrival = finished["arrival"].to_numpy()
     prefill = finished["prefill_latency"].to_numpy()
@@ -49,7 +54,7 @@ def recovery_time(
         return baseline, None
     t = fault_end
     while t <= horizon:
-        current = _prefill_p99(arrival, prefill, t - RECOVERY_WINDOW_S, t)
+        current = _prefill_p99(arrival, prefill, t, t + RECOVERY_WINDOW_S)
         if not math.isnan(current) and current <= baseline * (1 + RECOVERY_TOLERANCE):
             return baseline, t - fault_end
         t += RECOVERY_STEP_S

@@ -12,15 +12,29 @@ import yaml
 from sim.config import to_dict
 from sim.engine.result import SimulationResult
 from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs, plot_migrations
+from sim.metrics.run_folder import RunFolder
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
 from sim.metrics.trace import write_timeline
 
 
-def write_run(result: SimulationResult, out_dir: Path, plots: bool = True) -> dict[str, Any]:
+def write_run(
+    result: SimulationResult, out_dir: Path | RunFolder, plots: bool = True
+) -> dict[str, Any]:
     """Write requests.csv, instances.csv, cluster.csv, migrations.csv, summary.json,
-    config.yaml, plots, and timeline.json when ``output.timeline`` asks for it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    config.yaml, plots, and timeline.json when ``output.timeline`` asks for it — into a
+    staging folder renamed into place at the end (``sim.metrics.run_folder``), so the run
+    folder holds this run whole, or the previous one if writing is stopped."""
+    folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder.prepare(out_dir)
+    try:
+        summary = _write_files(result, folder.staging, plots)
+        folder.commit()
+    finally:
+        folder.discard()
+    return summary
+
+
+def _write_files(result: SimulationResult, out_dir: Path, plots: bool) -> dict[str, Any]:
     requests = request_table(result)
     instances = instance_table(result)
     cluster = cluster_table(result)
@@ -83,7 +97,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     req = summary["requests"]
     lines.append(
         f"requests: {req['finished']} finished, {req['aborted']} aborted, "
-        f"{req['unfinished']} unfinished; {req['preempted']} preempted "
+        f"{req['unfinished']} unfinished"
+        + (f", {req['not_arrived']} never arrived" if req["not_arrived"] else "")
+        + f"; {req['preempted']} preempted "
         f"({req['preemptions']} preemptions); {req['migrations']} migrations"
     )
     header = f"{'metric (s)':<28}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}"
@@ -148,5 +164,8 @@ def format_summary(summary: dict[str, Any]) -> str:
                 + ("not recovered by the end of the run" if recovery is None else f"recovered {recovery:.0f} s after")
             )
     if summary["interrupted"]:
-        lines.append("INTERRUPTED: partial results (requests still in flight are 'unfinished')")
+        lines.append(
+            "INTERRUPTED: partial results (requests still in flight are 'unfinished'; "
+            "those not yet arrived are counted as never arrived)"
+        )
     return "\n".join(lines)

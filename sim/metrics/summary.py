@@ -161,6 +161,8 @@ def summarize(
             "aborted": int(len(aborted)),
             "abort_reasons": {str(k): int(v) for k, v in aborted["abort_reason"].value_counts().items()},
             "unfinished": int((requests["status"] == "unfinished").sum()),
+            # in the workload but not arrived when the run stopped (time limit, Ctrl-C)
+            "not_arrived": result.not_arrived,
             "preempted": int((requests["preemptions"] > 0).sum()),
             "preemptions": int(requests["preemptions"].sum()),
             "migrated": int((requests["migrations"] > 0).sum()),

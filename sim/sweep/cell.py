@@ -66,12 +66,13 @@ def warm(config: SimulationConfig) -> None:
 
 def check_cell(config: SimulationConfig) -> None:
     """Raise the ConfigError the engine would raise first: unknown rules, hardware or trace."""
-    from sim.engine.setup import check_names
+    from sim.engine.setup import check_names, check_profiled_limits
     from sim.hardware.catalog import UnknownHardwareError, find_layout
     from sim.workload.build import resolve_trace_path
     from sim.workload.traces import TraceError
 
     check_names(config)
+    check_profiled_limits(config)
     cluster = config.cluster
     try:
         find_layout(cluster.model, cluster.device, cluster.tensor_parallel)

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from sim.config import ConfigError, OutputConfig, SimulationConfig, config_hash, from_dict
 from sim.config.loader import apply_overrides, read_yaml
+from sim.config.schema import check_run_name
 
 GRID_KEYS = (
     "name",
@@ -373,7 +374,7 @@ def expand(
             except ConfigError as exc:
                 raise ConfigError(f"{source}: cell [{cell.label}]: {exc}") from None
             runs.append(Run(cell, seed, config, config_hash(config)))
-    name = str(spec.get("name") or Path(source).stem)
+    name = check_run_name(f"{source}: name", str(spec.get("name") or Path(source).stem))
     return Grid(
         name=name,
         source=source,

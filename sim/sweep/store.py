@@ -10,7 +10,6 @@ owns the store (the sweep driver) writes to it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, Iterable
@@ -19,50 +18,11 @@ import pandas as pd
 import yaml
 
 from sim.config import SimulationConfig, to_dict
+from sim.files import atomic_write, remove_leftovers, swap_folder, temp_name
+
+__all__ = ["RunStore", "atomic_write", "remove_leftovers"]
 
 SUMMARY = "summary.json"
-_TEMP_PREFIXES = (".tmp-", ".old-")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_leftovers(folder: Path) -> int:
-    """Remove the temporary files and folders of writers that are no longer running (a
-    sweep killed mid-write); those of a live process — another sweep — are left alone."""
-    removed = 0
-    for entry in Path(folder).iterdir():
-        if not entry.name.startswith(_TEMP_PREFIXES):
-            continue
-        try:
-            pid = int(entry.name.split("-")[1])
-        except (IndexError, ValueError):
-            pid = -1
-        if pid != os.getpid() and _pid_alive(pid):
-            continue
-        if entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-        removed += 1
-    return removed
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp_path)`` then rename the file into place (readers never see half)."""
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class RunStore:
@@ -94,7 +54,7 @@ class RunStore:
 
         summary = dict(summary)
         tables = summary.pop("tables", {}) or {}
-        tmp = self.root / f".tmp-{os.getpid()}-{key}"
+        tmp = self.root / temp_name(".tmp-", key)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         (tmp / SUMMARY).write_text(
@@ -103,14 +63,7 @@ class RunStore:
         (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
         for name, frame in tables.items():
             frame.to_parquet(tmp / f"{name}.parquet", index=False)
-        final = self.path(key)
-        if final.exists():  # stored before with fewer tables: swap, never half-replace
-            old = self.root / f".old-{os.getpid()}-{key}"
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, final)
+        swap_folder(tmp, self.path(key))  # stored before with fewer tables: never half-replace
 
     def summary(self, key: str) -> dict[str, Any]:
         return json.loads((self.path(key) / SUMMARY).read_text())
