@@ -3,9 +3,10 @@
 Processes (simpy): one arrival process, one step loop per instance (form batch -> replica-
 model time -> apply), one periodic process that delivers load reports to the global
 scheduler (which answers with migration pairs) and to the scaler, one process per migration,
-the injected faults, and the watchdog that stops a run making no progress. Policy lives in ``sim.cluster`` (dispatch, pairing, ordering,
-scaling rules) and ``sim.instance`` (local scheduling, migration candidates); scaling and
-faults act through the ``ClusterActions`` methods below.
+the injected faults, and the watchdog that stops a run making no progress. Policy lives in
+``sim.cluster`` (dispatch, pairing, ordering, scaling rules) and ``sim.instance`` (local
+scheduling, migration candidates); scaling and faults act through the ``ClusterActions``
+methods below.
 
 Tests and experiments build a run with ``Simulation(...)``, may step it (``run_until``,
 ``at``, ``migrate``, ``fail_instance``) and inspect it (``llumlet``, ``request``,
@@ -29,7 +30,6 @@ from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
-from sim.engine.watchdog import Watchdog, stall_span
 from sim.engine.setup import (
     check_names,
     check_profiled_limits,
@@ -40,6 +40,7 @@ from sim.engine.setup import (
     tier_headroom,
     workload_tiers,
 )
+from sim.engine.watchdog import Watchdog, stall_span
 from sim.instance.candidates import CANDIDATE_RULES
 from sim.instance.limits import BatchTimer
 from sim.instance.llumlet import Llumlet
