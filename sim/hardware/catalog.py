@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.hardware import skus  # noqa: F401  (defining the subclasses registers them with Vidur)
+import sim.hardware.skus  # noqa: F401  (defining the subclasses registers them with Vidur)
 
 DATA_DIR = Path(__file__).parent / "data"
 PROFILES_DIR = DATA_DIR / "profiles"
