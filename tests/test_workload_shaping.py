@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from sim.config import ArrivalConfig, ConfigError, WorkloadConfig, load_config
-from sim.config.schema import FieldShapeConfig, MatchConfig, ShapeConfig
+from sim.config.workload_schema import FieldShapeConfig, MatchConfig, ShapeConfig
 from sim.workload import build_workload, match_mean_p95, scale_lengths
 
 # Llumnix paper, Table 1: ShareGPT (GPT-4, first turn).

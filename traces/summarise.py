@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.config.schema import ShapeConfig, WorkloadConfig
+from sim.config.workload_schema import ShapeConfig, WorkloadConfig
 from sim.workload import PRESETS, build_workload, read_trace, summarise
 
 TRACES_DIR = Path(__file__).resolve().parent

@@ -14,7 +14,6 @@ from sim.config.loader import (
     to_dict,
 )
 from sim.config.schema import (
-    ArrivalConfig,
     AutoscaleConfig,
     ClusterConfig,
     CostConfig,
@@ -22,11 +21,14 @@ from sim.config.schema import (
     HeadroomConfig,
     MigrationConfig,
     OutputConfig,
-    PriorityConfig,
     SchedulerConfig,
     SimulationConfig,
-    SyntheticLengthsConfig,
     TransferConfig,
+)
+from sim.config.workload_schema import (
+    ArrivalConfig,
+    PriorityConfig,
+    SyntheticLengthsConfig,
     WorkloadConfig,
 )
 

@@ -5,89 +5,27 @@ of a single value happens in ``__post_init__`` and names the field; checks that 
 parts of ``sim`` (is this model known? this scheduler?) happen where those parts are built,
 and also raise ``ConfigError`` naming the dotted key.
 
-Every numeric key has a finite ``Range`` of physically sensible values in its section's
-``RANGES`` (a test checks that none is missing): infinities, NaN and values that would make
-a run degenerate or endless — a rate of 1e-320 requests/s, 10^13 requests, a CV whose gaps
-all underflow to zero — are refused before anything is built.
+Every numeric key has a finite ``Range`` in its section's ``RANGES`` (``sim.config.ranges``).
+The ``workload`` section lives in ``sim.config.workload_schema``.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Optional
+from typing import ClassVar, Literal, Optional
 
-from sim.config.loader import ConfigError
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ConfigError(message)
-
-
-def _show(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) or abs(value) >= 10**12 else str(value)
-
-
-@dataclass(frozen=True)
-class Range:
-    """The sensible values of a numeric key: a finite interval, closed unless marked open."""
-
-    low: float
-    high: float
-    unit: str = ""
-    open_low: bool = False
-    open_high: bool = False
-
-    def check(self, name: str, value: Any) -> None:
-        """Raise a ConfigError naming ``name`` if ``value`` (a number, a list of numbers, or
-        None: unset) lies outside."""
-        if value is None:
-            return
-        if isinstance(value, list):
-            for index, item in enumerate(value):
-                self.check(f"{name}[{index}]", item)
-            return
-        unit = f" {self.unit}" if self.unit else ""
-        if math.isnan(value):
-            left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
-            interval = f"{left}{_show(self.low)}, {_show(self.high)}{right}"
-            raise ConfigError(f"{name}: must be a number in {interval}{unit}, got nan")
-        if value < self.low or (self.open_low and value == self.low):
-            bound = f"{'>' if self.open_low else '>='} {_show(self.low)}"
-        elif value > self.high or (self.open_high and value == self.high):
-            bound = f"{'<' if self.open_high else '<='} {_show(self.high)}"
-        else:
-            return
-        raise ConfigError(f"{name}: must be {bound}{unit}, got {_show(value)}")
-
-
-def _check_ranges(section: Any) -> None:
-    """Check every key of a config section against its ``RANGES``."""
-    for name, allowed in type(section).RANGES.items():
-        allowed.check(name, getattr(section, name))
-
-
-_FRACTION = Range(0.0, 1.0)
-_TOKENS = Range(1, 1_000_000, "tokens")  # lengths: beyond any model's context
-_SECONDS = Range(0.0, 1e9, "s")  # points in simulated time (~30 years)
-_DURATION = Range(0.0, 86_400.0, "s")  # waits: at most a day
-_FREENESS = Range(-1e7, 1e7)  # blocks per request, either sign
-_INSTANCES = Range(1, 4096)
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_+=,@~-][A-Za-z0-9_.+=,@~-]{0,199}")
-
-
-def check_run_name(key: str, name: str) -> str:
-    """A run or sweep name becomes a folder under the output folder: it must be one plain
-    name (letters, digits, ``_ . + = , @ ~ -``; not starting with a dot), never a path."""
-    _require(
-        bool(_PLAIN_NAME.fullmatch(name)),
-        f"{key}: must be a plain folder name (letters, digits, '_.+=,@~-', not starting with "
-        f"'.', at most 200 characters), got {name!r}",
-    )
-    return name
+from sim.config.ranges import (
+    DURATION,
+    FRACTION,
+    FREENESS,
+    INSTANCES,
+    SECONDS,
+    Range,
+    check_ranges,
+    check_run_name,
+    require,
+)
+from sim.config.workload_schema import WorkloadConfig
 
 
 @dataclass
@@ -109,7 +47,7 @@ class OverheadConfig:
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -134,7 +72,7 @@ class ClusterConfig:
     # batch limits above what the replica model is profiled for are refused by the engine
     # (sim.engine.setup.check_profiled_limits), before the model is built
     RANGES: ClassVar[dict[str, Range]] = {
-        "instances": _INSTANCES,
+        "instances": INSTANCES,
         "tensor_parallel": Range(1, 64),
         "block_size": Range(1, 1024, "tokens"),
         "gpu_memory_utilization": Range(0.0, 1.0, open_low=True),
@@ -146,206 +84,7 @@ class ClusterConfig:
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
-
-
-@dataclass
-class ArrivalConfig:
-    """When requests arrive: a renewal process at ``rate``, or the trace's own timestamps.
-
-    ``uniform`` spaces requests 1/``rate`` apart; ``burst`` submits them all at t = 0 and
-    ignores ``rate`` (the artifact's client default, used as shipped by its ShareGPT and
-    BurstGPT runs, which still passed a qps).
-    """
-
-    process: Literal["poisson", "gamma", "uniform", "burst", "trace"] = "poisson"
-    rate: Optional[float] = 7.5  # requests/s; for ``trace``: time-scale to this rate (None: as recorded)
-    cv: float = 1.0  # coefficient of variation of inter-arrival times (gamma only)
-
-    RANGES: ClassVar[dict[str, Range]] = {
-        # below one request in ~17 minutes a run is mostly idle report rounds
-        "rate": Range(0.001, 1e6, "requests/s"),
-        # Gamma shape 1/CV^2: beyond 20 nearly every gap underflows to zero (a few bursts)
-        "cv": Range(0.01, 20.0),
-    }
-
-    def __post_init__(self) -> None:
-        _check_ranges(self)
-        _require(
-            self.process in ("trace", "burst") or self.rate is not None,
-            f"rate: required for the {self.process} arrival process",
-        )
-        _require(
-            self.process == "gamma" or self.cv == 1.0,
-            f"cv: only the gamma arrival process takes a CV (got {self.cv} with {self.process!r})",
-        )
-
-
-@dataclass
-class SyntheticLengthsConfig:
-    """Power-law lengths by class (S=128, M=256, L=512 mean tokens), as in the Llumnix paper."""
-
-    input: str = "M"
-    output: str = "M"
-    max_tokens: int = 6144
-
-    RANGES: ClassVar[dict[str, Range]] = {"max_tokens": _TOKENS}
-
-    def __post_init__(self) -> None:
-        _check_ranges(self)
-        for name in ("input", "output"):
-            value = getattr(self, name)
-            _require(
-                value in ("S", "M", "L"), f"{name}: length class must be S, M or L, got {value!r}"
-            )
-
-
-@dataclass
-class PriorityConfig:
-    """How each request gets its tier (0 = most critical, K-1 = background)."""
-
-    sampler: Literal["uniform", "gaussian", "enterprise", "share"] = "uniform"
-    tiers: int = 1
-    high_share: float = 0.1  # ``share`` sampler: fraction of requests in tier 0 (paper: 10%)
-
-    RANGES: ClassVar[dict[str, Range]] = {"tiers": Range(1, 64), "high_share": _FRACTION}
-
-    def __post_init__(self) -> None:
-        _check_ranges(self)
-
-
-@dataclass
-class MatchConfig:
-    """Published statistics one length field should have: its mean and 95th percentile (tokens).
-
-    ``sim/workload/shaping.py`` maps the real lengths onto them monotonically (rank order kept):
-    the part above the 95th percentile is scaled linearly (its shape relative to the P95 kept),
-    the part below is raised to the power that brings the mean to ``mean``. Fitted on the
-    requests the run receives, so both targets hold there (P95 to within rounding).
-    """
-
-    mean: Optional[float] = None
-    p95: Optional[float] = None
-
-    RANGES: ClassVar[dict[str, Range]] = {"mean": _TOKENS, "p95": _TOKENS}
-
-    def __post_init__(self) -> None:
-        for name in ("mean", "p95"):
-            _require(getattr(self, name) is not None, f"{name}: required (tokens)")
-        _check_ranges(self)
-
-
-@dataclass
-class FieldShapeConfig:
-    """How one length field (``input`` or ``output``) is reshaped; unset keys do nothing.
-
-    Steps, always in this order (``shaping.py``): ``scale`` multiplies every length and rounds
-    up; ``min``/``max`` drop requests whose scaled length lies outside [min, max] — from the
-    table, before requests are drawn, so ``num_requests`` still gets N; ``match`` maps the drawn
-    requests' lengths onto a published mean and P95; ``cap`` truncates the final lengths (the
-    Llumnix artifact's 6,144-token behaviour). Use ``max`` to drop long requests instead of
-    truncating them; leave both unset to let the simulator abort what an instance cannot hold.
-    """
-
-    scale: Optional[float] = None  # multiply, round up (>= 1 token)
-    min: Optional[int] = None  # drop requests shorter than this (tokens, after scale)
-    max: Optional[int] = None  # drop requests longer than this (tokens, after scale)
-    match: Optional[MatchConfig] = None  # map onto this mean and P95
-    cap: Optional[int] = None  # truncate final lengths to at most this many tokens
-
-    RANGES: ClassVar[dict[str, Range]] = {
-        "scale": Range(0.0, 1000.0, open_low=True),
-        "min": _TOKENS,
-        "max": _TOKENS,
-        "cap": _TOKENS,
-    }
-
-    def __post_init__(self) -> None:
-        _check_ranges(self)
-        _require(
-            self.min is None or self.max is None or self.min <= self.max,
-            f"max: must be >= min ({self.min}), got {self.max}",
-        )
-        _require(
-            self.scale is None or self.match is None,
-            "scale: has no effect with match, which sets the lengths' scale itself; set one",
-        )
-        _require(
-            self.cap is None or self.match is None or self.match.p95 <= self.cap,
-            f"match.p95: {self.match.p95 if self.match else None} cannot lie above cap {self.cap}",
-        )
-
-
-@dataclass
-class ShapeConfig:
-    """Reshaping of request lengths (any trace, or synthetic lengths); a no-op when unset.
-
-    ``preset`` names a shaping defined in ``sim/workload/shaping.py`` (``sharegpt-gpt4``: the
-    shipped ShareGPT V3 first turns mapped onto the Llumnix paper's Table 1 statistics of the
-    GPT-4 subset). Keys set under ``input``/``output`` override the preset's, field by field.
-    """
-
-    preset: Optional[str] = None
-    input: FieldShapeConfig = field(default_factory=FieldShapeConfig)
-    output: FieldShapeConfig = field(default_factory=FieldShapeConfig)
-
-
-@dataclass
-class WorkloadConfig:
-    """Where requests come from: a length table, a timestamped trace, or a generator."""
-
-    source: Literal["lengths", "timestamped", "synthetic"] = "lengths"
-    trace: Optional[str] = "traces/sharegpt/sharegpt_v3_first_turn.csv"
-    format: Literal["auto", "lengths", "burstgpt", "azure"] = "auto"
-    num_requests: Optional[int] = 2000  # None: the whole trace (required for synthetic)
-    arrival: ArrivalConfig = field(default_factory=ArrivalConfig)
-    synthetic: SyntheticLengthsConfig = field(default_factory=SyntheticLengthsConfig)
-    priority: PriorityConfig = field(default_factory=PriorityConfig)
-    burstgpt_model: Optional[str] = None  # BurstGPT: keep rows of this Model (None: all)
-    burstgpt_log_type: Optional[str] = None  # BurstGPT: keep rows of this Log Type (None: all)
-    shape: ShapeConfig = field(default_factory=ShapeConfig)  # length reshaping (default: none)
-    # who generates a synthetic stream: llumsim's own generators, or the Llumnix artifact's
-    # benchmark client replayed draw for draw (sim/workload/artifact_client.py)
-    client: Literal["llumsim", "artifact"] = "llumsim"
-
-    # ten million requests already take gigabytes; more is a typo, not a workload
-    RANGES: ClassVar[dict[str, Range]] = {"num_requests": Range(1, 10_000_000, "requests")}
-
-    def __post_init__(self) -> None:
-        _check_ranges(self)
-        _require(
-            self.source != "synthetic" or self.num_requests is not None,
-            "num_requests: required for source 'synthetic' (a generator has no end)",
-        )
-        _require(
-            self.source == "synthetic" or bool(self.trace),
-            f"trace: required for source {self.source!r}",
-        )
-        _require(
-            self.arrival.process != "trace" or self.source == "timestamped",
-            "arrival.process: 'trace' needs source 'timestamped' (a trace with timestamps)",
-        )
-        if self.client == "artifact":
-            self._check_artifact_client()
-
-    def _check_artifact_client(self) -> None:
-        """What the artifact's client could not have generated is refused, not approximated."""
-        _require(
-            self.source == "synthetic",
-            f"client: 'artifact' replays the artifact's synthetic workloads only; it needs "
-            f"source 'synthetic', got {self.source!r}",
-        )
-        _require(
-            self.shape == ShapeConfig(),
-            "shape: client 'artifact' reproduces the client's lengths exactly and cannot be "
-            "shaped; remove workload.shape or use client 'llumsim'",
-        )
-        _require(
-            self.priority.tiers == 1 or self.priority.sampler == "share",
-            f"priority.sampler: client 'artifact' draws tiers as the client did, one "
-            f"high-priority Bernoulli per request with ratio priority.high_share; set sampler "
-            f"'share', got {self.priority.sampler!r}",
-        )
+        check_ranges(self)
 
 
 @dataclass
@@ -359,14 +98,14 @@ class HeadroomConfig:
     blocks: Optional[list[float]] = None  # explicit per-tier headroom, e.g. [100, 0] (the paper's scheme)
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "h_max": _FRACTION,
+        "h_max": FRACTION,
         "decay": Range(0.0, 100.0),
-        "max_total": _FRACTION,
+        "max_total": FRACTION,
         "blocks": Range(0.0, 10_000_000.0, "blocks"),
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -384,7 +123,7 @@ class SchedulerPriorityConfig:
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -416,13 +155,13 @@ class SchedulerConfig:
     RANGES: ClassVar[dict[str, Range]] = {
         "load_report_interval": Range(0.001, 3600.0, "s"),
         "pairing_every": Range(1, 1_000_000),
-        "source_below": _FREENESS,
-        "destination_above": _FREENESS,
+        "source_below": FREENESS,
+        "destination_above": FREENESS,
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
-        _require(
+        check_ranges(self)
+        require(
             self.destination_above >= self.source_below,
             f"destination_above: must be >= source_below ({self.source_below}), "
             f"got {self.destination_above}",
@@ -444,7 +183,7 @@ class TransferConfig:
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -469,7 +208,7 @@ class MigrationConfig:
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -490,20 +229,20 @@ class AutoscaleConfig:
     queue_aware: bool = False  # scale on freeness that counts queued demand (Llumnix's code)
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "low": _FREENESS,
-        "high": _FREENESS,
+        "low": FREENESS,
+        "high": FREENESS,
         "interval": Range(0.0, 86_400.0, "s", open_low=True),
-        "first_check": _SECONDS,
-        "sustain": _DURATION,
-        "cold_start": _DURATION,
-        "min_instances": _INSTANCES,
-        "max_instances": _INSTANCES,
+        "first_check": SECONDS,
+        "sustain": DURATION,
+        "cold_start": DURATION,
+        "min_instances": INSTANCES,
+        "max_instances": INSTANCES,
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
-        _require(self.high > self.low, f"high: must be > low ({self.low}), got {self.high}")
-        _require(
+        check_ranges(self)
+        require(self.high > self.low, f"high: must be > low ({self.low}), got {self.high}")
+        require(
             self.max_instances >= self.min_instances,
             f"max_instances: must be >= min_instances ({self.min_instances}), got {self.max_instances}",
         )
@@ -532,37 +271,37 @@ class FaultConfig:
     probability: float = 0.0
 
     RANGES: ClassVar[dict[str, Range]] = {
-        "start": _SECONDS,
-        "end": _SECONDS,
-        "at": _SECONDS,
-        "instance": Range(0, _INSTANCES.high - 1),
-        "restart_after": _DURATION,
-        "probability": _FRACTION,
+        "start": SECONDS,
+        "end": SECONDS,
+        "at": SECONDS,
+        "instance": Range(0, INSTANCES.high - 1),
+        "restart_after": DURATION,
+        "probability": FRACTION,
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
         if self.kind == "scheduler_down":
-            _require(
+            require(
                 self.start is not None and self.end is not None and self.end > self.start >= 0,
                 "start/end: scheduler_down needs 0 <= start < end (seconds)",
             )
         elif self.kind == "instance_failure":
-            _require(self.at is not None and self.at >= 0, "at: instance_failure needs a time >= 0")
-            _require(
+            require(self.at is not None and self.at >= 0, "at: instance_failure needs a time >= 0")
+            require(
                 self.instance is not None and self.instance >= 0,
                 "instance: instance_failure needs an instance id >= 0",
             )
-            _require(
+            require(
                 self.restart_after is None or self.restart_after >= 0,
                 f"restart_after: must be >= 0 s, got {self.restart_after}",
             )
         else:
-            _require(
+            require(
                 0 < self.probability <= 1,
                 f"probability: must be in (0, 1], got {self.probability}",
             )
-            _require(
+            require(
                 self.start is None or self.end is None or self.end > self.start,
                 "end: must be after start",
             )
@@ -581,7 +320,7 @@ class OutputConfig:
     RANGES: ClassVar[dict[str, Range]] = {"timeseries_interval": Range(0.001, 1e6, "s")}
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -593,7 +332,7 @@ class CostConfig:
     RANGES: ClassVar[dict[str, Range]] = {"gpu_hour_price": Range(0.0, 1e6)}
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
 
 
 @dataclass
@@ -618,10 +357,10 @@ class SimulationConfig:
     }
 
     def __post_init__(self) -> None:
-        _check_ranges(self)
+        check_ranges(self)
         check_run_name("name", self.name)
         for index, fault in enumerate(self.faults):
-            _require(
+            require(
                 fault.kind != "instance_failure" or fault.instance < self.cluster.instances,
                 f"faults[{index}].instance: no instance {fault.instance} at start "
                 f"(instances 0..{self.cluster.instances - 1})",

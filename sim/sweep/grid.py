@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from sim.config import ConfigError, OutputConfig, SimulationConfig, config_hash, from_dict
 from sim.config.loader import apply_overrides, read_yaml
-from sim.config.schema import check_run_name
+from sim.config.ranges import check_run_name
 
 GRID_KEYS = (
     "name",

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from sim.config import ConfigError
-from sim.config.schema import FieldShapeConfig, MatchConfig, ShapeConfig
+from sim.config.workload_schema import FieldShapeConfig, MatchConfig, ShapeConfig
 
 FIELDS = {"input": "prompt_tokens", "output": "output_tokens"}  # config key -> table column
 MAX_BODY_EXPONENT = 64.0  # the match's exponent is sought in [0, 64] (0.93**64 < 1%)

@@ -1,0 +1,211 @@
+"""The ``workload`` section of a run config: where requests come from and how they arrive.
+
+Apart from ``sim.config.schema`` because the workload alone has as many knobs as the rest
+of a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, Optional
+
+from sim.config.ranges import FRACTION, TOKENS, Range, check_ranges, require
+
+
+@dataclass
+class ArrivalConfig:
+    """When requests arrive: a renewal process at ``rate``, or the trace's own timestamps.
+
+    ``uniform`` spaces requests 1/``rate`` apart; ``burst`` submits them all at t = 0 and
+    ignores ``rate`` (the artifact's client default, used as shipped by its ShareGPT and
+    BurstGPT runs, which still passed a qps).
+    """
+
+    process: Literal["poisson", "gamma", "uniform", "burst", "trace"] = "poisson"
+    rate: Optional[float] = 7.5  # requests/s; for ``trace``: time-scale to this rate (None: as recorded)
+    cv: float = 1.0  # coefficient of variation of inter-arrival times (gamma only)
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        # below one request in ~17 minutes a run is mostly idle report rounds
+        "rate": Range(0.001, 1e6, "requests/s"),
+        # Gamma shape 1/CV^2: beyond 20 nearly every gap underflows to zero (a few bursts)
+        "cv": Range(0.01, 20.0),
+    }
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        require(
+            self.process in ("trace", "burst") or self.rate is not None,
+            f"rate: required for the {self.process} arrival process",
+        )
+        require(
+            self.process == "gamma" or self.cv == 1.0,
+            f"cv: only the gamma arrival process takes a CV (got {self.cv} with {self.process!r})",
+        )
+
+
+@dataclass
+class SyntheticLengthsConfig:
+    """Power-law lengths by class (S=128, M=256, L=512 mean tokens), as in the Llumnix paper."""
+
+    input: str = "M"
+    output: str = "M"
+    max_tokens: int = 6144
+
+    RANGES: ClassVar[dict[str, Range]] = {"max_tokens": TOKENS}
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        for name in ("input", "output"):
+            value = getattr(self, name)
+            require(
+                value in ("S", "M", "L"), f"{name}: length class must be S, M or L, got {value!r}"
+            )
+
+
+@dataclass
+class PriorityConfig:
+    """How each request gets its tier (0 = most critical, K-1 = background)."""
+
+    sampler: Literal["uniform", "gaussian", "enterprise", "share"] = "uniform"
+    tiers: int = 1
+    high_share: float = 0.1  # ``share`` sampler: fraction of requests in tier 0 (paper: 10%)
+
+    RANGES: ClassVar[dict[str, Range]] = {"tiers": Range(1, 64), "high_share": FRACTION}
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass
+class MatchConfig:
+    """Published statistics one length field should have: its mean and 95th percentile (tokens).
+
+    ``sim/workload/shaping.py`` maps the real lengths onto them monotonically (rank order kept):
+    the part above the 95th percentile is scaled linearly (its shape relative to the P95 kept),
+    the part below is raised to the power that brings the mean to ``mean``. Fitted on the
+    requests the run receives, so both targets hold there (P95 to within rounding).
+    """
+
+    mean: Optional[float] = None
+    p95: Optional[float] = None
+
+    RANGES: ClassVar[dict[str, Range]] = {"mean": TOKENS, "p95": TOKENS}
+
+    def __post_init__(self) -> None:
+        for name in ("mean", "p95"):
+            require(getattr(self, name) is not None, f"{name}: required (tokens)")
+        check_ranges(self)
+
+
+@dataclass
+class FieldShapeConfig:
+    """How one length field (``input`` or ``output``) is reshaped; unset keys do nothing.
+
+    Steps, always in this order (``shaping.py``): ``scale`` multiplies every length and rounds
+    up; ``min``/``max`` drop requests whose scaled length lies outside [min, max] — from the
+    table, before requests are drawn, so ``num_requests`` still gets N; ``match`` maps the drawn
+    requests' lengths onto a published mean and P95; ``cap`` truncates the final lengths (the
+    Llumnix artifact's 6,144-token behaviour). Use ``max`` to drop long requests instead of
+    truncating them; leave both unset to let the simulator abort what an instance cannot hold.
+    """
+
+    scale: Optional[float] = None  # multiply, round up (>= 1 token)
+    min: Optional[int] = None  # drop requests shorter than this (tokens, after scale)
+    max: Optional[int] = None  # drop requests longer than this (tokens, after scale)
+    match: Optional[MatchConfig] = None  # map onto this mean and P95
+    cap: Optional[int] = None  # truncate final lengths to at most this many tokens
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "scale": Range(0.0, 1000.0, open_low=True),
+        "min": TOKENS,
+        "max": TOKENS,
+        "cap": TOKENS,
+    }
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        require(
+            self.min is None or self.max is None or self.min <= self.max,
+            f"max: must be >= min ({self.min}), got {self.max}",
+        )
+        require(
+            self.scale is None or self.match is None,
+            "scale: has no effect with match, which sets the lengths' scale itself; set one",
+        )
+        require(
+            self.cap is None or self.match is None or self.match.p95 <= self.cap,
+            f"match.p95: {self.match.p95 if self.match else None} cannot lie above cap {self.cap}",
+        )
+
+
+@dataclass
+class ShapeConfig:
+    """Reshaping of request lengths (any trace, or synthetic lengths); a no-op when unset.
+
+    ``preset`` names a shaping defined in ``sim/workload/shaping.py`` (``sharegpt-gpt4``: the
+    shipped ShareGPT V3 first turns mapped onto the Llumnix paper's Table 1 statistics of the
+    GPT-4 subset). Keys set under ``input``/``output`` override the preset's, field by field.
+    """
+
+    preset: Optional[str] = None
+    input: FieldShapeConfig = field(default_factory=FieldShapeConfig)
+    output: FieldShapeConfig = field(default_factory=FieldShapeConfig)
+
+
+@dataclass
+class WorkloadConfig:
+    """Where requests come from: a length table, a timestamped trace, or a generator."""
+
+    source: Literal["lengths", "timestamped", "synthetic"] = "lengths"
+    trace: Optional[str] = "traces/sharegpt/sharegpt_v3_first_turn.csv"
+    format: Literal["auto", "lengths", "burstgpt", "azure"] = "auto"
+    num_requests: Optional[int] = 2000  # None: the whole trace (required for synthetic)
+    arrival: ArrivalConfig = field(default_factory=ArrivalConfig)
+    synthetic: SyntheticLengthsConfig = field(default_factory=SyntheticLengthsConfig)
+    priority: PriorityConfig = field(default_factory=PriorityConfig)
+    burstgpt_model: Optional[str] = None  # BurstGPT: keep rows of this Model (None: all)
+    burstgpt_log_type: Optional[str] = None  # BurstGPT: keep rows of this Log Type (None: all)
+    shape: ShapeConfig = field(default_factory=ShapeConfig)  # length reshaping (default: none)
+    # who generates a synthetic stream: llumsim's own generators, or the Llumnix artifact's
+    # benchmark client replayed draw for draw (sim/workload/artifact_client.py)
+    client: Literal["llumsim", "artifact"] = "llumsim"
+
+    # ten million requests already take gigabytes; more is a typo, not a workload
+    RANGES: ClassVar[dict[str, Range]] = {"num_requests": Range(1, 10_000_000, "requests")}
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        require(
+            self.source != "synthetic" or self.num_requests is not None,
+            "num_requests: required for source 'synthetic' (a generator has no end)",
+        )
+        require(
+            self.source == "synthetic" or bool(self.trace),
+            f"trace: required for source {self.source!r}",
+        )
+        require(
+            self.arrival.process != "trace" or self.source == "timestamped",
+            "arrival.process: 'trace' needs source 'timestamped' (a trace with timestamps)",
+        )
+        if self.client == "artifact":
+            self._check_artifact_client()
+
+    def _check_artifact_client(self) -> None:
+        """What the artifact's client could not have generated is refused, not approximated."""
+        require(
+            self.source == "synthetic",
+            f"client: 'artifact' replays the artifact's synthetic workloads only; it needs "
+            f"source 'synthetic', got {self.source!r}",
+        )
+        require(
+            self.shape == ShapeConfig(),
+            "shape: client 'artifact' reproduces the client's lengths exactly and cannot be "
+            "shaped; remove workload.shape or use client 'llumsim'",
+        )
+        require(
+            self.priority.tiers == 1 or self.priority.sampler == "share",
+            f"priority.sampler: client 'artifact' draws tiers as the client did, one "
+            f"high-priority Bernoulli per request with ratio priority.high_share; set sampler "
+            f"'share', got {self.priority.sampler!r}",
+        )
