@@ -19,20 +19,21 @@ lazily (``generated = base_generated + iterations since it joined``), and the tw
 can happen to it — needing a block, finishing — are put on a calendar keyed by the decode
 iteration at which they happen. A step costs O(events due), not O(batch size).
 
-Migration hooks (suspend, resume, release, accept) are in ``sim.instance.endpoint``.
+Migration hooks (suspend, resume, release, accept) are in ``sim.instance.endpoint``, the load
+report in ``sim.instance.reporting``, the invariant checks in ``sim.instance.invariants``.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Collection, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpointMixin
+from sim.instance.invariants import InvariantsMixin
 from sim.instance.limits import BatchTimer, LlumletLimits
-from sim.instance.load import LoadReport
+from sim.instance.reporting import LoadReportingMixin
 from sim.instance.request import Request, RequestState
-from sim.instance.virtual_usage import headroom_usage
 from sim.instance.waiting import WaitingQueue
 
 
@@ -41,7 +42,7 @@ def arrival_order(request: Request) -> tuple[float, int]:
     return request.arrival, request.id
 
 
-class Llumlet(MigrationEndpointMixin):
+class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
     """Local scheduler of one instance, with its load report and migration hooks."""
 
     def __init__(
@@ -358,56 +359,6 @@ class Llumlet(MigrationEndpointMixin):
         self._finish_due.clear()
         return lost
 
-    # ------------------------------------------------------------------ load
-    def report(self) -> LoadReport:
-        """The instance-level load record sent to the global scheduler (raw counts; the
-        signals computed from them are in ``sim.instance.load``). Built once per executed
-        step (per-step reports), so it reads counters the llumlet keeps, never walks a list."""
-        ledger = self.ledger
-        waiting = self.waiting
-        limits = self.limits
-        allocated, reserved = ledger.allocated, ledger.reserved
-        if waiting:
-            head = -(-waiting.head().seq_len // limits.block_size)
-            head_blocked = ledger.capacity - allocated - reserved - head < limits.watermark_blocks
-        else:
-            head, head_blocked = 0, False
-        return LoadReport(
-            self.id,
-            ledger.capacity,
-            allocated,
-            reserved,
-            len(self.running) + len(self.prefilling),  # vLLM's running list holds both
-            len(waiting),
-            waiting.demand_blocks,
-            head,
-            headroom_usage(self.running_per_tier, self.headroom_blocks)
-            if self.headroom_blocks
-            else 0.0,
-            head_blocked,
-            self.draining,
-            self.migrating,
-            limits.watermark_blocks,
-            limits.block_size,
-            waiting.tokens,
-            waiting.preempted,
-            self._top_tier() if limits.tiers > 1 else 0,
-        )
-
-    def _top_tier(self) -> int:
-        """The most critical tier among queued and running requests (the lowest tier, K − 1,
-        when there are none): what a load-target priority reservation depends on."""
-        waiting = self.waiting.per_tier
-        running = self.running_per_tier
-        top = len(running) - 1
-        for tier in range(top):
-            if running[tier] or waiting[tier]:
-                top = tier
-                break
-        for request in self.prefilling:
-            top = min(top, request.tier)
-        return top
-
     def _new_queue(self) -> WaitingQueue:
         limits = self.limits
         return WaitingQueue(limits.tiers if self.priority else 1, limits.tiers, limits.block_size)
@@ -416,32 +367,3 @@ class Llumlet(MigrationEndpointMixin):
     def is_empty(self) -> bool:
         """No request lives here any more (a drained instance can be removed)."""
         return not (self.waiting or self.running or self.suspended or self.joining or self.prefilling)
-
-    # ------------------------------------------------------------------ invariants
-    def holders(self) -> list[Request]:
-        """Every request that may hold blocks here."""
-        return [*self.prefilling, *self.running, *self.suspended, *self.joining]
-
-    def leaked_blocks(self, live_reservations: Collection) -> int:
-        """Blocks allocated to no resident request, plus blocks reserved under a key that
-        is not in ``live_reservations`` (the keys of migrations still in flight)."""
-        held = sum(r.blocks for r in self.holders())
-        orphaned = sum(
-            blocks for key, blocks in self.ledger.reservations.items() if key not in live_reservations
-        )
-        return self.ledger.allocated - held + orphaned
-
-    def check(self) -> None:
-        """Raise if blocks leaked or the lazy accounting drifted (used by tests)."""
-        self.ledger.check(self.holders())
-        seq_sum = 0
-        for request in self.running:
-            generated = self.progress(request)
-            seq = request.prompt_tokens + generated
-            seq_sum += seq
-            assert request.blocks * self.limits.block_size >= seq - 1, (
-                f"request {request.id} holds {request.blocks} blocks for {seq - 1} resident tokens"
-            )
-        assert seq_sum == self.seq_sum, f"seq_sum drifted: {self.seq_sum} != {seq_sum}"
-        assert sum(self.running_per_tier) == len(self.running)
-        assert len(self.waiting) == sum(1 for _ in self.waiting)
