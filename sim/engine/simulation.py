@@ -10,7 +10,7 @@ methods below.
 
 Tests and experiments build a run with ``Simulation(...)``, may step it (``run_until``,
 ``at``, ``migrate``, ``fail_instance``) and inspect it (``llumlet``, ``request``,
-``migration_records``), then finish it with ``run()``.
+``migration_records``: ``sim.engine.inspection``), then finish it with ``run()``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import simpy
 from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
+from sim.engine.inspection import RunInspectionMixin
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
@@ -50,7 +51,7 @@ from sim.instance.request import Request
 ABORT_NO_INSTANCE = "no_live_instance"
 
 
-class Simulation:
+class Simulation(RunInspectionMixin):
     """One run. ``replica_model``, ``workload``, ``transfer`` and ``scheduler`` may be
     injected (tests, benchmarks); ``check_every_step`` verifies block conservation on an
     instance after every iteration."""
@@ -217,23 +218,7 @@ class Simulation:
     def is_alive(self, instance_id: int) -> bool:
         return instance_id in self.live
 
-    # ------------------------------------------------------------------ inspecting and stepping
-    def llumlet(self, instance_id: int) -> Llumlet:
-        return self.instances[instance_id].llumlet
-
-    @property
-    def live_ids(self) -> list[int]:
-        """Instances alive now (serving or draining), in id order."""
-        return list(self.live)
-
-    def request(self, request_id: int) -> Request:
-        """A request that has arrived (requests are created at their arrival)."""
-        return self.requests[request_id]
-
-    @property
-    def migration_records(self) -> list[MigrationRecord]:
-        return self.migrations.records
-
+    # ------------------------------------------------------------------ stepping (tests)
     def migrate(self, request_id: int, source: int, destination: int) -> MigrationRecord:
         """Start migrating a running request now, whatever the scheduler would do."""
         return self.migrations.start(
@@ -267,35 +252,6 @@ class Simulation:
         self.env.process(self._load_reports(progress))
         self.env.process(self.watchdog.watch())
         self.faults.start()
-
-    # ------------------------------------------------------------------ the watchdog's view
-    def _progress(self) -> tuple[int, int, int, int]:
-        """Changes whenever a request moves on: arrives, is batched, migrates or ends."""
-        return self._done_count, len(self.requests), self.steps.batches, len(self.migrations.records)
-
-    def _pending(self) -> int:
-        """Requests arrived and not ended."""
-        return len(self.requests) - self._done_count
-
-    def _instance_state(self, instance_id: int) -> str:
-        llumlet = self.instances[instance_id].llumlet
-        if llumlet.failed:
-            return "failed"
-        if instance_id not in self.live:
-            return "removed"
-        return "draining" if llumlet.draining else "serving"
-
-    def _describe_stuck(self, shown: int = 10) -> str:
-        """The pending requests (the first ``shown``), where each is, and the live instances."""
-        pending = [r for r in self.requests if not self._done[r.id]]
-        parts = []
-        for request in pending[:shown]:
-            where = request.instance
-            place = "" if where is None else f" on instance {where} ({self._instance_state(where)})"
-            parts.append(f"request {request.id} {request.state.value}{place}")
-        more = f" and {len(pending) - shown} more" if len(pending) > shown else ""
-        live = ", ".join(f"{i} ({self._instance_state(i)})" for i in self.live) or "none"
-        return f"{len(pending)} pending: {', '.join(parts)}{more}; live instances: {live}"
 
     # ------------------------------------------------------------------ processes
     def _stop_instance(self, instance_id: int) -> None:
@@ -445,39 +401,3 @@ class Simulation:
         if self.all_done.triggered:
             self._check_all_ended()
         return self._result(wallclock.perf_counter() - started, interrupted)
-
-    def _check_all_ended(self) -> None:
-        """Invariant of a run that drained: every request is finished or aborted, and no
-        instance, live or removed, still holds one."""
-        unended = [r.id for r in self.requests if not r.done]
-        held = [i for i, r in self.instances.items() if not r.llumlet.is_empty]
-        if unended or held:
-            raise AssertionError(
-                f"run drained with requests {unended[:10]} not ended and instances {held} not empty"
-            )
-
-    def _result(self, wall_seconds: float, interrupted: bool) -> SimulationResult:
-        end = self.env.now
-        lifetimes = {
-            instance_id: (runtime.started_at, end if runtime.stopped_at is None else runtime.stopped_at)
-            for instance_id, runtime in self.instances.items()
-        }
-        live_keys = self.migrations.live_reservation_keys()
-        return SimulationResult(
-            config=self.config,
-            requests=self.requests,
-            load_samples=self.load_samples,
-            instance_lifetimes=lifetimes,
-            end_time=end,
-            wall_seconds=wall_seconds,
-            capacity_blocks=self.limits.capacity_blocks,
-            workload_description=self.workload.description,
-            interrupted=interrupted,
-            not_arrived=len(self.workload) - len(self.requests),
-            batches=self.steps.batches,
-            migrations=self.migrations.records,
-            batch_log=self.steps.batch_log,
-            scaling_log=self.scaler.log if self.scaler is not None else [],
-            fault_log=self.faults.log,
-            leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in self.instances.values()),
-        )
