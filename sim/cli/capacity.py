@@ -6,6 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
+from sim.cli import add_set_argument
 from sim.cli.sweep import add_execution_arguments
 
 
@@ -27,13 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tolerance", type=float, default=0.02, help="stop when (high - low) / low is below this"
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value (repeatable)",
+    add_set_argument(
+        parser,
+        "override a config value (repeatable)",
     )
     parser.add_argument(
         "--out", type=Path, help="results folder (default: results/capacity/<name>)"

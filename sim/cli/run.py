@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from sim.cli import add_set_argument
 from sim.config import load_config
 from sim.engine import simulate
 from sim.metrics import format_summary, write_run
@@ -20,13 +21,9 @@ EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="YAML run config (see experiments/configs/)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set workload.arrival.rate=8 (repeatable)",
+    add_set_argument(
+        parser,
+        "override a config value, e.g. --set workload.arrival.rate=8 (repeatable)",
     )
     parser.add_argument("--out", type=Path, help="output directory (default: <output.dir>/<name>)")
     parser.add_argument("--no-plots", action="store_true", help="skip writing PNG plots")

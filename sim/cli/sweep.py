@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from sim.cli import add_set_argument
 from sim.sweep.backends import BACKENDS, default_jobs
 
 
@@ -13,13 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("grid", help="YAML grid (see experiments/grids/)")
     add_execution_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a value of the grid's base config, e.g. --set cluster.instances=8 "
+    add_set_argument(
+        parser,
+        "override a value of the grid's base config, e.g. --set cluster.instances=8 "
         "(axes, zip blocks and variants still win)",
     )
     parser.add_argument("--out", type=Path, help="results folder (default: results/<grid name>)")
