@@ -31,7 +31,6 @@ import io
 import json
 import os
 import pstats
-import resource
 import subprocess
 import sys
 import tempfile

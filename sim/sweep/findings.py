@@ -13,7 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from sim.sweep.paper import markdown
@@ -72,7 +71,7 @@ def findings(index: pd.DataFrame) -> pd.DataFrame:
             {
                 "claim": f"K = 4 is optimal (cost-per-latency), {mode}",
                 "K-tier project": "K = 4",
-                "llumsim": f"best K per (mix, size, load): "
+                "llumsim": "best K per (mix, size, load): "
                 + ", ".join(f"K={int(k)}: {n}" for k, n in counts.items()),
                 "holds": "yes" if top == 4 else "no",
             }
