@@ -47,10 +47,20 @@ class StepLoop:
         self.runtime = runtime
         self.log = log
         self.llumlet = runtime.llumlet
+        # a StepLog's switches are fixed when the simulation is built: read them once
+        self._on_report = log.on_report
+        self._check = log.check_every_step
+        self._record = log.record_batches
         self._pending: Optional[simpy.Event] = None  # the timeout or wake event waited on
         self._batch = None
         self._report: Optional[LoadReport] = None
         self.alive = True
+        # one event object, rescheduled for every batch's end: what env.timeout(duration)
+        # would schedule (same time, priority and insertion order), without building a
+        # Timeout per batch (~6% of the event loop)
+        self._batch_end = simpy.Event(env)
+        self._batch_end._ok = True
+        self._batch_end._value = None
         start = simpy.Event(env)
         start.callbacks.append(self._step)
         start._ok = True
@@ -67,18 +77,18 @@ class StepLoop:
                 pending.callbacks.remove(self._step)
 
     def _step(self, event: simpy.Event) -> None:
-        runtime, llumlet, log = self.runtime, self.llumlet, self.log
+        runtime, llumlet = self.runtime, self.llumlet
         batch = self._batch
         if batch is not None:  # a batch just ended
             self._batch = None
             llumlet.complete(batch)
-            log.batches += 1
-            if log.check_every_step:
+            self.log.batches += 1
+            if self._check:
                 llumlet.check()
             report = self._report
             if report is not None:
                 self._report = None
-                log.on_report(report)
+                self._on_report(report)
             if not self.alive:
                 return  # the report started something that removed this instance
         else:
@@ -92,12 +102,14 @@ class StepLoop:
             self._pending = wake
             return
         llumlet.busy = True
-        if log.on_report is not None:
+        if self._on_report is not None:
             self._report = llumlet.report()
         duration = llumlet.iteration_time(batch)
-        if log.record_batches:
-            log.batch_log.append(BatchRecord(llumlet.id, env.now, duration, batch.is_prefill, batch.size))
+        if self._record:
+            self.log.batch_log.append(
+                BatchRecord(llumlet.id, env.now, duration, batch.is_prefill, batch.size)
+            )
         self._batch = batch
-        timeout = env.timeout(duration)
-        timeout.callbacks.append(self._step)
-        self._pending = timeout
+        batch_end = self._pending = self._batch_end
+        batch_end.callbacks = [self._step]
+        env.schedule(batch_end, simpy.events.NORMAL, duration)
