@@ -154,9 +154,10 @@ class _RoundRobinUntilReported(_Ranked):
         super().observed(view, reports)
 
     def observed_one(self, view: ClusterView, instance_id: int) -> None:
+        # once per executed step: _Ranked.observed_one written out, not called
         if self._unreported:
             self._unreported.discard(instance_id)
-        super().observed_one(view, instance_id)
+        self.stale.add(instance_id)
 
     def removed(self, instance_id: int) -> None:
         self._unreported.discard(instance_id)
