@@ -43,7 +43,7 @@ from sim.engine.setup import (
 )
 from sim.engine.watchdog import Watchdog, stall_span
 from sim.instance.candidates import CANDIDATE_RULES
-from sim.instance.limits import BatchTimer
+from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
 from sim.instance.request import Request
@@ -194,7 +194,7 @@ class Simulation(RunInspectionMixin):
             self.end_request(request, ABORT_NO_INSTANCE)
             return
         if self.fallback_kind is None:
-            demand = -(-request.seq_len // self.limits.block_size)
+            demand = blocks_for(request.seq_len, self.limits.block_size)
             target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
         else:
             target = self.fallback.choose(instances, self.fallback_kind)

@@ -25,3 +25,8 @@ class LlumletLimits:
     watermark_blocks: int = 0
     tiers: int = 1
     max_seq_len: int = 1 << 62  # the replica model's longest sequence (vLLM's max_model_len)
+
+
+def blocks_for(tokens: int, block_size: int) -> int:
+    """KV blocks that hold ``tokens`` tokens (vLLM rounds up to whole blocks)."""
+    return -(-tokens // block_size)

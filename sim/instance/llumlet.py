@@ -6,9 +6,9 @@ Semantics (vLLM 0.2, which Llumnix builds on):
   every running request; prefills go first whenever one can be admitted;
 * blocks persist and grow: a request needs ``ceil((prompt + generated) / block_size)`` blocks
   before each iteration, so it takes one more block every ``block_size`` decode steps;
-* when a running request cannot get its next block, the most recently admitted running
-  request (of the lowest priority, when tiers are honoured) is preempted by recompute: its
-  blocks are freed and it goes back to the head of the queue, to be prefilled again over
+* when a running request cannot get its next block, the latest arrival among the running
+  requests (of the least critical tier, when tiers are honoured) is preempted by recompute:
+  its blocks are freed and it goes back to the head of the queue, to be prefilled again over
   ``prompt + generated`` tokens.
 
 With ``priority`` on (Llumnix's scheduling priority) the queue is ordered by tier, FCFS
@@ -31,7 +31,7 @@ from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpointMixin
 from sim.instance.invariants import InvariantsMixin
-from sim.instance.limits import BatchTimer, LlumletLimits
+from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
 from sim.instance.reporting import LoadReportingMixin
 from sim.instance.request import Request, RequestState
 from sim.instance.waiting import WaitingQueue
@@ -73,7 +73,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         # a sequence stops where its next block would hold tokens past max_seq_len
         self._max_blocks_per_sequence = limits.max_seq_len // limits.block_size
         self.waiting = self._new_queue()
-        self.running: dict[Request, None] = {}  # admission order: the last one is preempted first
+        self.running: dict[Request, None] = {}  # an ordered set (the latest arrival is preempted)
         self.running_per_tier = [0] * limits.tiers
         self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
         self.joining: list[Request] = []  # committed inbound migrations, batched from the next step
@@ -83,7 +83,6 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         self.seq_sum = 0  # sum of seq_len over running requests
         self._block_due: dict[int, list[tuple[Request, int]]] = {}
         self._finish_due: dict[int, list[tuple[Request, int]]] = {}
-        self._admissions = 0
         self.busy = False
         self.failed = False
         self.draining = False
@@ -93,9 +92,6 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         self.preemptions = 0
 
     # ------------------------------------------------------------------ request entry
-    def blocks_for(self, tokens: int) -> int:
-        return -(-tokens // self.limits.block_size)
-
     def enqueue(self, request: Request, front: bool = False) -> None:
         """A dispatched (or recompute-migrated, ``front``) request joins the queue."""
         request.state = RequestState.QUEUED
@@ -171,7 +167,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         while self.waiting:
             request = self.waiting.head()
             q = request.seq_len
-            need = self.blocks_for(q)
+            need = blocks_for(q, limits.block_size)
             if (
                 q > limits.max_batched_tokens
                 or q > limits.max_seq_len
@@ -266,8 +262,6 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
     def _join_running(self, request: Request) -> None:
         request.state = RequestState.RUNNING
         request.epoch += 1
-        self._admissions += 1
-        request.admit_seq = self._admissions
         request.base_iteration = self.iteration
         request.base_generated = request.generated
         self.running[request] = None

@@ -22,7 +22,7 @@ class LoadReportingMixin:
         limits = self.limits
         allocated, reserved = ledger.allocated, ledger.reserved
         if waiting:
-            head = -(-waiting.head().seq_len // limits.block_size)
+            head = waiting.head_demand_blocks()
             head_blocked = ledger.capacity - allocated - reserved - head < limits.watermark_blocks
         else:
             head, head_blocked = 0, False

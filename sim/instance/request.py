@@ -45,7 +45,6 @@ class Request:
         "requeued",
         # bookkeeping of the llumlet currently holding the request (lazy decode progress)
         "epoch",
-        "admit_seq",
         "base_iteration",
         "base_generated",
         "blocks",
@@ -75,7 +74,6 @@ class Request:
         self.migration = None  # the in-flight migration moving this request, if any
         self.requeued = False  # waiting again after a preemption (its queue counts it)
         self.epoch = 0
-        self.admit_seq = 0
         self.base_iteration = 0
         self.base_generated = 0
         self.blocks = 0

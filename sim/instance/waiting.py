@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterator
 
+from sim.instance.limits import blocks_for
 from sim.instance.request import Request
 
 
@@ -38,6 +39,10 @@ class WaitingQueue:
                 return lane[0]
         raise IndexError("empty queue")
 
+    def head_demand_blocks(self) -> int:
+        """Blocks the head-of-line request needs to be admitted."""
+        return blocks_for(self.head().seq_len, self._block_size)
+
     def pop_head(self) -> Request:
         for lane in self._lanes:
             if lane:
@@ -51,7 +56,7 @@ class WaitingQueue:
         tokens = request.seq_len
         self._length += sign
         self.tokens += sign * tokens
-        self.demand_blocks += sign * -(-tokens // self._block_size)
+        self.demand_blocks += sign * blocks_for(tokens, self._block_size)
         self.per_tier[request.tier] += sign
         if request.requeued:
             self.preempted += sign
