@@ -7,13 +7,18 @@ overwhelming load, is a migration source until it is empty; then it is removed).
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
-from typing import Mapping, NamedTuple, Optional
+from typing import Iterable, Mapping, NamedTuple, Optional
 
 from sim.config import AutoscaleConfig
 from sim.config.registry import Registry
-from sim.instance.load import LoadReport, freeness_normal, queue_aware_freeness
+from sim.instance.load import (
+    LoadReport,
+    artifact_dispatch_load,
+    artifact_migration_load,
+    freeness_normal,
+    queue_aware_freeness,
+)
 
 SCALE_OUT = "scale_out"
 SCALE_IN = "scale_in"
@@ -154,17 +159,12 @@ class ArtifactInterval(ScalingRule):
         return None
 
 
-class _Aggregate(NamedTuple):
-    free: float
-    capacity: float
-    watermark: float
-    running: int
-    waiting: int
-    waiting_blocks: float
-
-
-def _aggregate(reports, without: Optional[int] = None) -> _Aggregate:
-    """Sums over instances as ``request_scheduler.py`` builds its ``tot_instance_info``."""
+def cluster_as_one_instance(reports: Iterable[LoadReport], without: Optional[int] = None) -> LoadReport:
+    """The cluster summed as one instance, as ``request_scheduler.py`` builds its
+    ``tot_instance_info``: a draining instance counts as one running request (its −1000
+    override is not summed), queued blocks are Σ tokens / block size, and the newest instance
+    (``without``, for the scale-in check) keeps its requests but loses its capacity. The
+    artifact's load formulas (``sim.instance.load``) apply to it as to one instance."""
     free = capacity = watermark = waiting_blocks = 0.0
     running = waiting = 0
     for report in reports:
@@ -175,37 +175,49 @@ def _aggregate(reports, without: Optional[int] = None) -> _Aggregate:
         running += 1 if report.draining else report.num_running
         waiting += report.num_waiting
         waiting_blocks += report.waiting_tokens / report.block_size
-    return _Aggregate(free, capacity, watermark, running, waiting, waiting_blocks)
+    return LoadReport(
+        instance_id=-1,
+        capacity_blocks=capacity,
+        used_blocks=capacity - free,
+        reserved_blocks=0,
+        num_running=running,
+        num_waiting=waiting,
+        waiting_demand_blocks=0,
+        head_demand_blocks=0,
+        watermark_blocks=watermark,
+        block_size=1,  # waiting_tokens holds the summed queued blocks already
+        waiting_tokens=waiting_blocks,
+    )
 
 
-def aggregate_dispatch_load(reports, extra_empty_blocks: float = 0.0) -> float:
+def with_empty_blocks(total: LoadReport, blocks: float) -> LoadReport:
+    """``total`` with ``blocks`` more free blocks (empty instances added)."""
+    return total._replace(capacity_blocks=total.capacity_blocks + blocks)
+
+
+def aggregate_dispatch_load(reports: Iterable[LoadReport]) -> float:
     """``_get_avg_load``: the dispatch load of the cluster summed as one instance (no
-    priority reservation), with ``extra_empty_blocks`` of empty instances added."""
-    total = _aggregate(reports)
-    divisor = total.running + total.waiting
-    available = total.free + extra_empty_blocks - total.watermark - total.waiting_blocks
-    return -math.inf if divisor == 0 else -(available / divisor)
+    priority reservation)."""
+    return artifact_dispatch_load(cluster_as_one_instance(reports))
 
 
-def extra_instances(reports, threshold: float, room: int) -> int:
+def extra_instances(reports: Iterable[LoadReport], threshold: float, room: int) -> int:
     """How many empty instances bring the aggregate dispatch load to ``threshold`` or below
     (``need_scale``'s loop adding dummy instances), at most ``room``."""
     reports = list(reports)
     capacity = reports[0].capacity_blocks
+    total = cluster_as_one_instance(reports)
     count = 0
-    while count < room and aggregate_dispatch_load(reports, count * capacity) > threshold:
+    while count < room and artifact_dispatch_load(with_empty_blocks(total, count * capacity)) > threshold:
         count += 1
     return count
 
 
 def aggregate_load_without(reports: Mapping[int, LoadReport], newest: int, load_control: bool) -> float:
     """``_get_load_metric_down``: the migration load of the cluster summed as one instance,
-    with the newest instance's capacity taken away but its requests kept."""
-    total = _aggregate(reports.values(), without=newest)
-    free = max(total.free, 0.0)
-    available = free - total.watermark
-    if not load_control:
-        return -math.inf if total.running == 0 else -(available / total.running)
-    divisor = total.running + (1 if total.waiting else 0)
-    available -= total.waiting_blocks
-    return -math.inf if divisor == 0 else -(available / divisor)
+    with the newest instance's capacity taken away (free blocks floored at 0) but its
+    requests kept."""
+    total = cluster_as_one_instance(reports.values(), without=newest)
+    if total.free_blocks < 0:
+        total = with_empty_blocks(total, -total.free_blocks)
+    return artifact_migration_load(total, load_control)
