@@ -135,15 +135,9 @@ class GlobalScheduler:
         self.dispatch_rule.observed(self.view, reports)
 
     def observe_one(self, report: LoadReport) -> None:
-        """One instance's report arrived (per-step reports, once per executed step: the
-        hot path of ``observe``, written out)."""
-        view = self.view
-        instance_id = report.instance_id
-        view.reports[instance_id] = report
-        pending = view.pending
-        if instance_id in pending:  # it takes dispatches
-            pending[instance_id] = 0
-            self.dispatch_rule.observed_one(view, instance_id)
+        """One instance's report arrived (per-step reports: once per executed step)."""
+        if self.view.observe_one(report):
+            self.dispatch_rule.observed_one(self.view, report.instance_id)
 
     def dispatch(self, request: DispatchInfo) -> int:
         """The instance for a new request (there is at least one dispatchable instance)."""

@@ -31,10 +31,19 @@ class ClusterView:
         self.reports.pop(instance_id, None)
 
     def observe(self, reports: Mapping[int, LoadReport]) -> None:
-        for instance_id, report in reports.items():
-            self.reports[instance_id] = report
-            if instance_id in self.pending:
-                self.pending[instance_id] = 0
+        for report in reports.values():
+            self.observe_one(report)
+
+    def observe_one(self, report: LoadReport) -> bool:
+        """Keep ``report``; True if its instance takes dispatches (its pending demand is now
+        part of the report)."""
+        instance_id = report.instance_id
+        self.reports[instance_id] = report
+        pending = self.pending
+        if instance_id in pending:
+            pending[instance_id] = 0
+            return True
+        return False
 
     def note_dispatch(self, instance_id: int, demand_blocks: int) -> None:
         self.pending[instance_id] = self.pending.get(instance_id, 0) + demand_blocks
