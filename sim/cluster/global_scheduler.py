@@ -123,10 +123,12 @@ class GlobalScheduler:
             self.observe({instance_id: report})
 
     def remove_instance(self, instance_id: int) -> None:
-        """No more dispatches to it (draining, failed or removed). Its pairs end at the next
-        pairing round; a draining instance keeps reporting and stays a migration source."""
+        """No more dispatches or migrations to it (draining, failed or removed); a draining
+        instance keeps reporting and stays a migration source."""
         self.view.remove(instance_id)
         self.dispatch_rule.removed(instance_id)
+        if self.pairing_rule is not None:
+            self.pairing_rule.drop_destination(instance_id)
 
     # ------------------------------------------------------------------ decisions
     def observe(self, reports: Mapping[int, LoadReport]) -> None:

@@ -46,6 +46,11 @@ class PairingRule(ABC):
         (the manager's ``is_engine_migrating`` check)."""
         return not source.migrating and not destination.migrating
 
+    def drop_destination(self, instance_id: int) -> None:
+        """``instance_id`` takes nothing any more (draining, failed, removed): no source is
+        sent to it, even before the next pairing round."""
+        self.pairs = {s: d for s, d in self.pairs.items() if d != instance_id}
+
 
 PAIRING_RULES: Registry[type[PairingRule]] = Registry("pairing", "scheduler.pairing")
 

@@ -368,9 +368,7 @@ class Simulation(RunInspectionMixin):
         destination_id = self.scheduler.destination_for(source_id)
         if destination_id is None:
             return
-        source, destination = self.live.get(source_id), self.live.get(destination_id)
-        if source is None or destination is None or destination.llumlet.draining:
-            return  # a removed or scaled-in instance is never a destination
+        source, destination = self.live[source_id], self.live[destination_id]
         if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
             return
         request = self.choose_candidate(source.llumlet, self.scheduler.priority.normal_tier)
