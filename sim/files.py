@@ -8,10 +8,12 @@ killed writer left can be told from what a live one is writing, and removed.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 TEMP_PREFIXES = (".tmp-", ".old-")
 
@@ -75,3 +77,18 @@ def swap_folder(staged: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.rename(staged, final)
+
+
+def strict_json(value: Any, indent: int = 1) -> str:
+    """JSON text in which NaN and infinities (not JSON) are written as null: no data."""
+    return json.dumps(_finite_or_none(value), indent=indent, default=str, allow_nan=False)
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(v) for v in value]
+    return value

@@ -12,7 +12,8 @@ import pandas as pd
 
 from sim.config import load_config
 from sim.sweep.index import _arrow_safe, flatten
-from sim.sweep.store import RunStore, remove_leftovers
+from sim.files import remove_leftovers
+from sim.sweep.store import RunStore
 from tests.sweep_support import fake_summary
 
 

@@ -6,6 +6,7 @@ grid of YAML files needs to know *where* the mistake is, not see a traceback.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -151,19 +152,30 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
+def set_dotted(data: dict, dotted: str, value: Any) -> None:
+    """Set ``a.b.c`` in nested ``data``; a mapping value is merged into a mapping there."""
+    parts = dotted.split(".")
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(parts[: i + 1])}: is not a section")
+        node = child
+    last = parts[-1]
+    if isinstance(value, Mapping) and isinstance(node.get(last), dict):
+        for key, item in value.items():
+            set_dotted(node[last], str(key), item)
+    else:
+        node[last] = copy.deepcopy(value)
+
+
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
     """Apply ``--set`` overrides to raw YAML data (before typing, so errors stay uniform)."""
     for text in overrides:
         path, value = parse_override(text)
-        node = data
-        for i, part in enumerate(path[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"{'.'.join(path[: i + 1])}: is not a section")
-            node = child
-        node[path[-1]] = value
+        set_dotted(data, ".".join(path), value)
     return data
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import yaml
 
 from sim.config import to_dict
 from sim.engine.result import SimulationResult
+from sim.files import strict_json
 from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs, plot_migrations
 from sim.metrics.run_folder import RunFolder
 from sim.metrics.summary import summarize
@@ -62,21 +62,8 @@ def _write_files(result: SimulationResult, out_dir: Path, plots: bool) -> dict[s
         plot_migrations(migrations, result.end_time, out_dir / "migrations.png", title)
         files.append("migrations.png")
     summary["files"] = files
-    (out_dir / "summary.json").write_text(
-        json.dumps(_strict_json(summary), indent=2, default=str, allow_nan=False)
-    )
+    (out_dir / "summary.json").write_text(strict_json(summary, indent=2))
     return summary
-
-
-def _strict_json(value: Any) -> Any:
-    """NaN/inf are not JSON: write them as null (no data) rather than invalid tokens."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict_json(v) for v in value]
-    return value
 
 
 def _fmt(value: float) -> str:

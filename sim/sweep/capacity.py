@@ -14,7 +14,6 @@ use several seeds there.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -22,12 +21,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
-from sim.metrics.report import _strict_json
+from sim.files import atomic_write, strict_json
 from sim.metrics.summary import LATENCY_METRICS
 from sim.sweep.backends import RunFailed, Task, execute
 from sim.sweep.cell import check_cell
 from sim.sweep.grid import normalize, run_key
-from sim.sweep.store import RunStore, atomic_write
+from sim.sweep.store import RunStore
 
 _SLO = re.compile(r"(?:tier(\d+)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
 MAX_STEPS = 40
@@ -233,5 +232,5 @@ def _write(result: Capacity, slos: Sequence[Slo], out_dir: Path) -> None:
         ),
         "points": [dataclasses.asdict(p) for p in result.points],
     }
-    text = json.dumps(_strict_json(data), indent=1, allow_nan=False)
+    text = strict_json(data)
     atomic_write(out_dir / "capacity.json", lambda tmp: tmp.write_text(text))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from sim.config import ConfigError, OutputConfig, SimulationConfig, config_hash, from_dict
-from sim.config.loader import apply_overrides, read_yaml
+from sim.config.loader import apply_overrides, read_yaml, set_dotted
 from sim.config.ranges import check_run_name
 
 GRID_KEYS = (
@@ -79,25 +79,6 @@ class Grid:
 
 
 # --------------------------------------------------------------------------- settings
-def set_dotted(data: dict, dotted: str, value: Any) -> None:
-    """Set ``a.b.c`` in nested ``data``; a mapping value is merged into a mapping there."""
-    parts = dotted.split(".")
-    node = data
-    for i, part in enumerate(parts[:-1]):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        if not isinstance(child, dict):
-            raise ConfigError(f"{'.'.join(parts[: i + 1])}: is not a section")
-        node = child
-    last = parts[-1]
-    if isinstance(value, Mapping) and isinstance(node.get(last), dict):
-        for key, item in value.items():
-            set_dotted(node[last], str(key), item)
-    else:
-        node[last] = copy.deepcopy(value)
-
-
 def leaf_keys(settings: Mapping[str, Any], prefix: str = "") -> list[str]:
     """The dotted keys a settings mapping sets (nested mappings flattened)."""
     keys = []

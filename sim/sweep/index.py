@@ -15,8 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from sim.files import atomic_write
 from sim.sweep.grid import Grid
-from sim.sweep.store import RunStore, atomic_write
+from sim.sweep.store import RunStore
 
 KEY_COLUMNS = ("seed", "config_hash")
 # summary entries that are not metrics of the run, or not a function of its config

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.config import ConfigError
+from sim.files import atomic_write, remove_leftovers
 from sim.sweep.backends import RunFailed, Task, execute
 from sim.sweep.cell import check_cell
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import build_index, write_table
 from sim.sweep.stats import aggregate
-from sim.sweep.store import RunStore, atomic_write, remove_leftovers
+from sim.sweep.store import RunStore
 
 
 @dataclass

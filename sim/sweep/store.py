@@ -18,9 +18,7 @@ import pandas as pd
 import yaml
 
 from sim.config import SimulationConfig, to_dict
-from sim.files import atomic_write, remove_leftovers, swap_folder, temp_name
-
-__all__ = ["RunStore", "atomic_write", "remove_leftovers"]
+from sim.files import remove_leftovers, strict_json, swap_folder, temp_name
 
 SUMMARY = "summary.json"
 
@@ -48,18 +46,12 @@ class RunStore:
 
     def write(self, key: str, config: SimulationConfig, summary: dict[str, Any]) -> None:
         """Store a run: write a temporary folder, then rename it into place."""
-        # imported here: sim.metrics forces matplotlib's Agg backend, which would stop a
-        # notebook that only reads results (sim.sweep.plots) from drawing inline
-        from sim.metrics.report import _strict_json
-
         summary = dict(summary)
         tables = summary.pop("tables", {}) or {}
         tmp = self.root / temp_name(".tmp-", key)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        (tmp / SUMMARY).write_text(
-            json.dumps(_strict_json(summary), indent=1, default=str, allow_nan=False)
-        )
+        (tmp / SUMMARY).write_text(strict_json(summary))
         (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
         for name, frame in tables.items():
             frame.to_parquet(tmp / f"{name}.parquet", index=False)
