@@ -87,9 +87,7 @@ class GlobalScheduler:
         tiers: int = 1,
         dispatch_rule: Optional[DispatchRule] = None,
     ) -> None:
-        self.config = config
         self.settings = settings = resolve(config)
-        self.name = config.name
         self.priority: PriorityMode = PRIORITY_MODES.get(settings.priority)(config, tiers)
         self.local_tiers = (config.priority.local or self.priority.local_order) == "tier"
         self.view = ClusterView()

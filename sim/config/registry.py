@@ -38,6 +38,3 @@ class Registry(Generic[T]):
         except KeyError:
             known = ", ".join(sorted(self._entries))
             raise ConfigError(f"{self.key}: unknown {self.kind} rule {name!r} (known: {known})") from None
-
-    def names(self) -> list[str]:
-        return sorted(self._entries)

@@ -131,8 +131,8 @@ class SchedulerConfig:
     """The global scheduler: a preset of named rules, their overrides, and their knobs.
 
     ``None`` means "the preset's" (``sim.cluster.PRESETS``): the artifact's presets
-    (round-robin, infaas++, llumnix, llumnix-base) report per engine step, count no
-    dispatched load and use load control; the paper-prose presets (llumnix-prose,
+    (round-robin, infaas++, llumnix, llumnix-base) report per engine step and count no
+    dispatched load, and all but round-robin use load control; the paper-prose presets (llumnix-prose,
     llumnix-prose-base) report every ``load_report_interval`` and count dispatched load.
     """
 

@@ -24,6 +24,7 @@ import math
 from typing import Sequence
 
 import numpy as np
+import simpy
 
 from sim.config import FaultConfig
 from sim.engine.actions import ClusterActions
@@ -35,7 +36,11 @@ ABORT_INSTANCE_FAILED = "instance_failed"
 
 class FaultInjector:
     def __init__(
-        self, env, faults: Sequence[FaultConfig], actions: ClusterActions, rng: np.random.Generator
+        self,
+        env: simpy.Environment,
+        faults: Sequence[FaultConfig],
+        actions: ClusterActions,
+        rng: np.random.Generator,
     ) -> None:
         self.env = env
         self.faults = list(faults)

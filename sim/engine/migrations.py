@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable
 
+import simpy
+
 from sim.instance.llumlet import Llumlet
 from sim.instance.migration import (
     MigrationOutcome,
@@ -27,7 +29,7 @@ from sim.instance.request import Request
 class MigrationLauncher:
     def __init__(
         self,
-        env,
+        env: simpy.Environment,
         settings: MigrationSettings,
         transfer: TransferModel | None,
         wake: Callable[[Llumlet], None],

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+import simpy
+
 from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScalingRule
 from sim.engine.actions import ClusterActions
 from sim.engine.result import ScalingEvent
@@ -16,7 +18,9 @@ from sim.instance.load import LoadReport
 
 
 class Scaler:
-    def __init__(self, env, rule: ScalingRule, actions: ClusterActions, cold_start: float) -> None:
+    def __init__(
+        self, env: simpy.Environment, rule: ScalingRule, actions: ClusterActions, cold_start: float
+    ) -> None:
         self.env = env
         self.rule = rule
         self.actions = actions

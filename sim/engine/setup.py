@@ -6,16 +6,33 @@ Each failure a config can cause is a ``ConfigError`` naming the key, raised befo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from sim.config import ConfigError, SimulationConfig
 from sim.instance.limits import BatchTimer, LlumletLimits
 from sim.instance.migration import TransferModel
 from sim.instance.virtual_usage import tier_headroom_blocks
 
+if TYPE_CHECKING:
+    from sim.cluster.global_scheduler import Preset
+    from sim.cluster.scaling import ScalingRule
+    from sim.hardware import ReplicaModel
+    from sim.instance.candidates import CandidateRule
+    from sim.workload.build import Workload
 
-def check_names(config: SimulationConfig):
+
+class NamedRules(NamedTuple):
+    """The rules a config names, looked up: the scheduler's resolved preset, the scaling
+    rule's class and the migration candidate rule."""
+
+    settings: "Preset"
+    scaling: "type[ScalingRule]"
+    candidate: "CandidateRule"
+
+
+def check_names(config: SimulationConfig) -> NamedRules:
     """Every rule the config names exists (cheap: before the workload and replica model are
-    built). Returns the scheduler's resolved preset."""
+    built); returns them."""
     from sim.cluster import PRIORITY_MODES, SCALING_RULES, resolve
     from sim.cluster.dispatch import DISPATCH_RULES
     from sim.cluster.global_scheduler import NO_PAIRING
@@ -29,9 +46,11 @@ def check_names(config: SimulationConfig):
         PAIRING_RULES.get(settings.pairing)
     ARRIVAL_ORDERINGS.get(settings.ordering)
     PRIORITY_MODES.get(settings.priority)
-    SCALING_RULES.get(config.autoscale.rule)
-    CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
-    return settings
+    return NamedRules(
+        settings,
+        SCALING_RULES.get(config.autoscale.rule),
+        CANDIDATE_RULES.get(config.migration.candidate or settings.candidate),
+    )
 
 
 def check_profiled_limits(config: SimulationConfig) -> None:
@@ -57,7 +76,7 @@ def _check_batch_cap(requested: int, profiled: int) -> None:
         )
 
 
-def load_workload(config: SimulationConfig, root: Path | None):
+def load_workload(config: SimulationConfig, root: Path | None) -> "Workload":
     from sim.workload import build_workload
 
     return build_workload(config.workload, config.seed, root)
@@ -86,7 +105,7 @@ def load_model(config: SimulationConfig) -> BatchTimer:
         raise ConfigError(f"cluster: {exc}") from None
 
 
-def load_transfer(config: SimulationConfig, model) -> TransferModel:
+def load_transfer(config: SimulationConfig, model: "ReplicaModel") -> TransferModel:
     from sim.hardware.transfer import load_transfer_model
 
     overrides = config.migration.transfer
@@ -100,7 +119,7 @@ def load_transfer(config: SimulationConfig, model) -> TransferModel:
     )
 
 
-def workload_tiers(config: SimulationConfig, workload) -> int:
+def workload_tiers(config: SimulationConfig, workload: "Workload") -> int:
     """K: the configured tiers, or more if the workload carries higher tiers."""
     return max(config.workload.priority.tiers, int(workload.tier.max(initial=0)) + 1)
 

@@ -1,16 +1,14 @@
 """The discrete-event kernel: advances time and carries out decisions made elsewhere.
 
-Processes (simpy): one arrival process, one step loop per instance (form batch -> replica-
-model time -> apply), one periodic process that delivers load reports to the global
-scheduler (which answers with migration pairs) and to the scaler, one process per migration,
-the injected faults, and the watchdog that stops a run making no progress. Policy lives in
-``sim.cluster`` (dispatch, pairing, ordering, scaling rules) and ``sim.instance`` (local
-scheduling, migration candidates); scaling and faults act through the ``ClusterActions``
-methods below.
+Processes (simpy): arrivals; one step loop per instance (form batch -> replica-model time ->
+apply; with per-step reports, the artifact's cadence, it delivers the instance's report at
+each step's end and triggers pairing rounds); a periodic tick that samples the cluster,
+feeds the scaler, removes drained instances (and, with interval reports, delivers and pairs);
+migrations; faults; the watchdog. Policy lives in ``sim.cluster`` and ``sim.instance``;
+scaling and faults act through the ``ClusterActions`` methods below.
 
-Tests and experiments build a run with ``Simulation(...)``, may step it (``run_until``,
-``at``, ``migrate``, ``fail_instance``) and inspect it (``llumlet``, ``request``,
-``migration_records``: ``sim.engine.inspection``), then finish it with ``run()``.
+Tests build a run with ``Simulation(...)``, may step it (``run_until``, ``at``, ``migrate``,
+``fail_instance``), inspect it (``sim.engine.inspection``) and finish it with ``run()``.
 """
 
 from __future__ import annotations
@@ -18,12 +16,12 @@ from __future__ import annotations
 import functools
 import time as wallclock
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 import simpy
 
-from sim.cluster import SCALING_RULES, DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
 from sim.engine.inspection import RunInspectionMixin
@@ -42,11 +40,13 @@ from sim.engine.setup import (
     workload_tiers,
 )
 from sim.engine.watchdog import Watchdog, stall_span
-from sim.instance.candidates import CANDIDATE_RULES
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
 from sim.instance.request import Request
+
+if TYPE_CHECKING:
+    from sim.workload.build import Workload
 
 ABORT_NO_INSTANCE = "no_live_instance"
 
@@ -60,7 +60,7 @@ class Simulation(RunInspectionMixin):
         self,
         config: SimulationConfig,
         replica_model: BatchTimer | None = None,
-        workload=None,
+        workload: "Workload | None" = None,
         root: Path | None = None,
         transfer: TransferModel | None = None,
         record_batches: bool = False,
@@ -70,11 +70,10 @@ class Simulation(RunInspectionMixin):
         self.config = config
         self.env = simpy.Environment()
         # cheap validation first, so a typo fails before the replica model is fitted
-        settings = check_names(config)
+        rules = check_names(config)
         if replica_model is None:
             check_profiled_limits(config)
-        scaling_rule = SCALING_RULES.get(config.autoscale.rule)
-        self.choose_candidate = CANDIDATE_RULES.get(config.migration.candidate or settings.candidate)
+        self.choose_candidate = rules.candidate
         self.workload = workload if workload is not None else load_workload(config, root)
         tiers = workload_tiers(config, self.workload)
         self.scheduler = scheduler or GlobalScheduler(config.scheduler, tiers)
@@ -114,7 +113,7 @@ class Simulation(RunInspectionMixin):
         self.scaler = (
             Scaler(
                 self.env,
-                scaling_rule(config.autoscale, self.scheduler.settings.load_control),
+                rules.scaling(config.autoscale, self.scheduler.settings.load_control),
                 self,
                 config.autoscale.cold_start,
             )
@@ -260,8 +259,7 @@ class Simulation(RunInspectionMixin):
         runtime.stopped_at = self.env.now
         del self.live[instance_id]
         self.scheduler.remove_instance(instance_id)
-        if runtime.loop is not None:
-            runtime.loop.stop()
+        runtime.loop.stop()
 
     def _wake(self, runtime: InstanceRuntime) -> None:
         """Resume an idle instance's step loop after work arrived."""

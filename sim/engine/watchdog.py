@@ -18,7 +18,7 @@ are; the CLI prints it on one line and exits with code 3.
 
 from __future__ import annotations
 
-from typing import Callable, Hashable
+from typing import Callable, Generator, Hashable
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -64,7 +64,7 @@ class Watchdog:
         self.pending = pending
         self.describe = describe
 
-    def watch(self):
+    def watch(self) -> Generator[simpy.Event, None, None]:
         """The periodic check (a simpy process)."""
         env = self.env
         last, since = self.progress(), env.now

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 
 # A NamedTuple rather than a frozen dataclass: just as immutable and built by keyword, but
-# every instance files one per load-report interval (50 ms), and a frozen dataclass's
+# every instance files one per executed step (the artifact presets), and a frozen dataclass's
 # __init__ (one object.__setattr__ per field) cost ~3x as much (benchmarks/README.md).
 class LoadReport(NamedTuple):
     instance_id: int

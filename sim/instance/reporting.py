@@ -15,8 +15,9 @@ class LoadReportingMixin:
 
     def report(self) -> LoadReport:
         """The instance-level load record sent to the global scheduler (raw counts; the
-        signals computed from them are in ``sim.instance.load``). Built once per executed
-        step (per-step reports), so it reads counters the llumlet keeps, never walks a list."""
+        signals computed from them are in ``sim.instance.load``). Built at every executed
+        step with per-step reports (and at ticks, samples and migration checks), so it
+        reads counters the llumlet keeps, never walks a list."""
         ledger = self.ledger
         waiting = self.waiting
         limits = self.limits

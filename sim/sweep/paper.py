@@ -99,7 +99,7 @@ def share_agreement(value: float, paper: float) -> str:
     return "close" if abs(value - paper) <= 0.15 else "direction"
 
 
-def up_to(index, parts, column, baseline, paper: float) -> Finding:
+def up_to(index: pd.DataFrame, parts: Sequence[str], column: str, baseline: str, paper: float) -> Finding:
     """The largest baseline/Llumnix ratio of ``column`` over the parts' points."""
     table = points(index, parts, column, baseline).replace([np.inf, -np.inf], np.nan).dropna()
     if table.empty:
@@ -108,7 +108,9 @@ def up_to(index, parts, column, baseline, paper: float) -> Finding:
     return Finding(_fmt(best["ratio"]), _where(best), ratio_agreement(best["ratio"], paper))
 
 
-def up_to_pair(index, parts, metric, baseline, papers: tuple[float, float]) -> Finding:
+def up_to_pair(
+    index: pd.DataFrame, parts: Sequence[str], metric: str, baseline: str, papers: tuple[float, float]
+) -> Finding:
     """``up to`` for a metric's mean and P99: "a× mean, b× P99"."""
     mean = up_to(index, parts, f"latency.{metric}.mean", baseline, papers[0])
     p99 = up_to(index, parts, f"latency.{metric}.p99", baseline, papers[1])
@@ -118,7 +120,9 @@ def up_to_pair(index, parts, metric, baseline, papers: tuple[float, float]) -> F
     return Finding(f"{mean.value} mean, {p99.value} P99", f"{mean.where}; {p99.where}", agreement)
 
 
-def mean_reduction(index, parts, column, baseline, paper: float) -> Finding:
+def mean_reduction(
+    index: pd.DataFrame, parts: Sequence[str], column: str, baseline: str, paper: float
+) -> Finding:
     """The mean over points of 1 − Llumnix/baseline (points where the baseline is 0 drop)."""
     table = points(index, parts, column, baseline)
     table = table[table["baseline"] > 0]
@@ -142,7 +146,9 @@ def range_agreement(low: float, high: float, paper: tuple[float, float]) -> str:
     return "direction"
 
 
-def tier_range(index, column: str, tier: int, stat: str, paper: tuple[float, float]) -> Finding:
+def tier_range(
+    index: pd.DataFrame, column: str, tier: int, stat: str, paper: tuple[float, float]
+) -> Finding:
     """min–max over the CVs of Llumnix-base / Llumnix for one tier's statistic."""
     table = points(index, PRIORITIES, _tier(column, tier, stat), "llumnix-base").dropna()
     if table.empty:
