@@ -82,23 +82,29 @@ def load_workload(config: SimulationConfig, root: Path | None) -> "Workload":
     return build_workload(config.workload, config.seed, root)
 
 
+def replica_model_settings(config: SimulationConfig) -> dict:
+    """The ``cluster`` keys the replica model depends on (what a cache of models is keyed by:
+    the instance count, batch cap or watermark do not change it)."""
+    cluster = config.cluster
+    return {
+        "model": cluster.model,
+        "device": cluster.device,
+        "tensor_parallel": cluster.tensor_parallel,
+        "block_size": cluster.block_size,
+        "gpu_memory_utilization": cluster.gpu_memory_utilization,
+        "max_batched_tokens": cluster.max_batched_tokens,
+        "kv_capacity_blocks": cluster.kv_capacity_blocks,
+        "overhead_base": cluster.overhead.base,
+        "overhead_per_request": cluster.overhead.per_request,
+        "decode_scale": cluster.decode_scale,
+    }
+
+
 def load_model(config: SimulationConfig) -> BatchTimer:
     from sim.hardware import UnknownHardwareError, load_replica_model
 
-    cluster = config.cluster
     try:
-        return load_replica_model(
-            cluster.model,
-            cluster.device,
-            cluster.tensor_parallel,
-            block_size=cluster.block_size,
-            gpu_memory_utilization=cluster.gpu_memory_utilization,
-            max_batched_tokens=cluster.max_batched_tokens,
-            kv_capacity_blocks=cluster.kv_capacity_blocks,
-            overhead_base=cluster.overhead.base,
-            overhead_per_request=cluster.overhead.per_request,
-            decode_scale=cluster.decode_scale,
-        )
+        return load_replica_model(**replica_model_settings(config))
     except UnknownHardwareError as exc:
         raise ConfigError(f"cluster: {exc}") from None
     except ValueError as exc:  # a limit outside what the profiles cover

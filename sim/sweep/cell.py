@@ -19,10 +19,9 @@ _MODELS: dict[tuple, Any] = {}  # hardware settings -> loaded replica model, per
 def replica_model(config: SimulationConfig) -> Any:
     """The replica model for this cluster, loaded once per process (the warm model); a
     driver that calls it before forking its workers hands them the model ready."""
-    from sim.config import to_dict
-    from sim.engine.setup import load_model
+    from sim.engine.setup import load_model, replica_model_settings
 
-    key = repr(sorted(to_dict(config.cluster).items()))
+    key = repr(sorted(replica_model_settings(config).items()))
     if key not in _MODELS:
         _MODELS[key] = load_model(config)
     return _MODELS[key]
