@@ -6,7 +6,7 @@ import itertools
 
 import pandas as pd
 
-from sim.sweep.findings import findings, speedups
+from sim.sweep.findings import figure, findings, speedups
 
 
 def index() -> pd.DataFrame:
@@ -42,3 +42,12 @@ def test_the_claims_read_the_best_k_the_savings_and_the_tail():
     assert best["holds"] == "yes" and "K=4: 3" in best["llumsim"]
     assert table.loc["cost-per-latency better than INFaaS++, llumnix", "llumsim"].startswith("50% to 75%")
     assert table.loc["no tail-latency collapse up to K = 10, llumnix", "holds"] == "yes"
+
+
+def test_the_figure_draws_each_load_with_intervals(tmp_path):
+    frame = index()
+    frame["workload.priority.sampler"] = "enterprise"
+    frame["latency.prefill_latency.p99"] = frame["latency.prefill_latency.mean"] * 3
+    frame["latency_by_tier.0.prefill_latency.p99"] = frame["latency.prefill_latency.mean"]
+    path = figure(frame, tmp_path / "k_sweep.png")
+    assert path.stat().st_size > 10_000  # three panels of six lines and bands, not a blank canvas

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.sweep.paper import markdown
-from sim.sweep.stats import paired
+from sim.sweep.stats import aggregate, paired
 
 K = "workload.priority.tiers"
 MIX = "workload.priority.sampler"
@@ -118,37 +118,42 @@ def findings(index: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure(index: pd.DataFrame, path: Path) -> Path:
-    """Per-tier P99 prefill against K (enterprise mix, 10K requests), one panel per load."""
+    """Per-tier P99 prefill against K (enterprise mix, 10K requests), one panel per load:
+    means over seeds with their bootstrap 95% intervals (``sim.sweep.stats.aggregate``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     frame = index[(index[MIX] == "enterprise") & (index[SIZE] == index[SIZE].min())]
-    rates = sorted(frame[RATE].unique())
+    columns = {"tier 0": "latency_by_tier.0.prefill_latency.p99", "all": PREFILL_P99}
+    cells = aggregate(frame, list(columns.values()))
+    rates = sorted(cells[RATE].unique())
     fig, axes = plt.subplots(1, len(rates), figsize=(4.2 * len(rates), 3.4), squeeze=False)
     for ax, rate in zip(axes[0], rates):
-        at = frame[frame[RATE] == rate]
+        at = cells[cells[RATE] == rate]
         for scheduler in (*MODES, BASELINE):
-            runs = at[at["scheduler"] == scheduler]
-            for tier, style in ((0, "-"), (None, ":")):
-                column = PREFILL_P99 if tier is None else f"latency_by_tier.{tier}.prefill_latency.p99"
-                stats = runs.groupby(K)[column].agg(["mean", "min", "max"])
-                label = f"{scheduler} {'all' if tier is None else 'tier 0'}"
-                line = ax.plot(stats.index, stats["mean"], style, marker="o", ms=3, label=label)
-                ax.fill_between(stats.index, stats["min"], stats["max"], color=line[0].get_color(), alpha=0.12)
+            runs = at[at["scheduler"] == scheduler].sort_values(K)
+            for (name, column), style in zip(columns.items(), ("-", ":")):
+                line = ax.plot(runs[K], runs[column], style, marker="o", ms=3, label=f"{scheduler} {name}")
+                ax.fill_between(
+                    runs[K],
+                    runs[f"{column}.ci_low"],
+                    runs[f"{column}.ci_high"],
+                    color=line[0].get_color(),
+                    alpha=0.15,
+                )
         ax.set_title(f"{rate:g} req/s")
         ax.set_xlabel("tiers K")
         ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("P99 prefill (s); band: min-max over seeds")
+    axes[0][0].set_ylabel("P99 prefill (s); band: bootstrap 95% CI")
     axes[0][-1].legend(fontsize=7)
-    fig.suptitle("k_sweep: P99 prefill vs K, enterprise mix (tier 0 and all requests)")
+    fig.suptitle("k_sweep: P99 prefill vs K, enterprise mix, 10K requests (tier 0 and all requests)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
 
 
 def main(argv: list[str] | None = None) -> int:
