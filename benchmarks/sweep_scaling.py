@@ -8,7 +8,7 @@ minute over each. The running phase is what parallelism can speed up; the rest (
 start-up and imports, ~1-2 s; checks; writing the indexes) is the same for any --jobs.
 
     python benchmarks/sweep_scaling.py                    # smoke grid, jobs 1 and 2
-    python benchmarks/sweep_scaling.py --full             # also: k_sweep (1,440 runs), jobs 2
+    python benchmarks/sweep_scaling.py --full             # also: k_sweep (2,160 runs), jobs 2
 """
 
 from __future__ import annotations

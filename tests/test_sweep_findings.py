@@ -6,7 +6,7 @@ import itertools
 
 import pandas as pd
 
-from sim.sweep.findings import figure, findings, speedups
+from sim.sweep.findings import CELL_METRICS, cells, figure, findings, speedups
 
 
 def index() -> pd.DataFrame:
@@ -51,3 +51,13 @@ def test_the_figure_draws_each_load_with_intervals(tmp_path):
     frame["latency_by_tier.0.prefill_latency.p99"] = frame["latency.prefill_latency.mean"]
     path = figure(frame, tmp_path / "k_sweep.png")
     assert path.stat().st_size > 10_000  # three panels of six lines and bands, not a blank canvas
+
+
+def test_the_committed_cell_table_keeps_coordinates_metrics_and_intervals_only():
+    coordinates = {"workload.priority.tiers": [1, 4], "workload.priority.sampler": ["uniform"] * 2,
+                   "workload.num_requests": [1000] * 2, "workload.arrival.rate": [5.0] * 2,
+                   "scheduler": ["llumnix", "infaas++"], "seeds": [3, 3]}
+    metrics = {f"{m}{s}": [1.0, 2.0] for m in CELL_METRICS for s in ("", ".ci_low", ".ci_high")}
+    aggregated = pd.DataFrame({**coordinates, **metrics, "throughput.tokens_per_second": [9.0, 9.0]})
+    table = cells(aggregated)
+    assert list(table.columns) == [*coordinates, *metrics] and len(table) == 2

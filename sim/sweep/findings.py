@@ -3,8 +3,8 @@
 Every comparison is paired: Llumnix against INFaaS++ on the same cell and seed (the same
 requests), then averaged over seeds with a bootstrap 95% interval (``sim.sweep.stats``).
 
-    python -m sim.sweep.findings results/k_sweep      # prints the table, writes findings.md
-                                                      # and k_sweep.png into that folder
+    python -m sim.sweep.findings results/k_sweep      # prints the table, writes findings.md,
+                                                      # k_sweep.png and cells.csv into that folder
 """
 
 from __future__ import annotations
@@ -49,6 +49,29 @@ def savings(index: pd.DataFrame, metric: str) -> pd.DataFrame:
     frame["saving"] = 1 - frame["ratio"]
     frame["ci_low"], frame["ci_high"] = 1 - frame["ratio.ci_high"], 1 - frame["ratio.ci_low"]
     return frame
+
+
+CELL_METRICS = (
+    PREFILL_MEAN,
+    PREFILL_P99,
+    "latency.decode_latency_per_token.p99",
+    "latency.e2e_latency.mean",
+    E2E_P99,
+    "latency_by_tier.0.prefill_latency.mean",
+    "latency_by_tier.0.prefill_latency.p99",
+    "latency_by_tier.0.e2e_latency.p99",
+    COST_PER_LATENCY,
+    "requests.preempted",
+    "migration.committed",
+)
+
+
+def cells(aggregated: pd.DataFrame) -> pd.DataFrame:
+    """The aggregate cut to the metrics the findings read, with their intervals: small enough
+    to commit (the whole aggregate has ~580 columns)."""
+    coordinates = [K, MIX, SIZE, RATE, "scheduler", "seeds"]
+    kept = [f"{m}{suffix}" for m in CELL_METRICS for suffix in ("", ".ci_low", ".ci_high")]
+    return aggregated[coordinates + kept]
 
 
 def _range(values: pd.Series) -> str:
@@ -124,13 +147,24 @@ def figure(index: pd.DataFrame, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    sparse = FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else "")
 
     frame = index[(index[MIX] == "enterprise") & (index[SIZE] == index[SIZE].min())]
     columns = {"tier 0": "latency_by_tier.0.prefill_latency.p99", "all": PREFILL_P99}
     cells = aggregate(frame, list(columns.values()))
     rates = sorted(cells[RATE].unique())
-    fig, axes = plt.subplots(1, len(rates), figsize=(4.2 * len(rates), 3.4), squeeze=False)
-    for ax, rate in zip(axes[0], rates):
+    columns_of_panels = min(2, len(rates))
+    rows_of_panels = -(-len(rates) // columns_of_panels)
+    fig, axes = plt.subplots(
+        rows_of_panels, columns_of_panels, figsize=(5.5 * columns_of_panels, 3.6 * rows_of_panels), squeeze=False
+    )
+    panels = axes.ravel()
+    for ax in panels[len(rates):]:
+        ax.set_visible(False)
+    for ax, rate in zip(panels, rates):
         at = cells[cells[RATE] == rate]
         for scheduler in (*MODES, BASELINE):
             runs = at[at["scheduler"] == scheduler].sort_values(K)
@@ -146,10 +180,13 @@ def figure(index: pd.DataFrame, path: Path) -> Path:
         ax.set_title(f"{rate:g} req/s")
         ax.set_xlabel("tiers K")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(sparse)
         ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("P99 prefill (s); band: bootstrap 95% CI")
-    axes[0][-1].legend(fontsize=7)
-    fig.suptitle("k_sweep: P99 prefill vs K, enterprise mix, 10K requests (tier 0 and all requests)")
+    for row in axes:
+        row[0].set_ylabel("P99 prefill (s)\nband: bootstrap 95% CI")
+    panels[0].legend(fontsize=7)
+    fig.suptitle("k_sweep: P99 prefill vs K, enterprise mix, 10K requests\n(solid: tier 0, the highest priority; dotted: all requests)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -164,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown(findings(index))
     (args.results / "findings.md").write_text(table + "\n")
     figure(index, args.results / "k_sweep.png")
+    cells(pd.read_parquet(args.results / "aggregate.parquet")).to_csv(args.results / "cells.csv", index=False, float_format="%.6g")
     print(table)
-    print(f"\nwrote findings.md and k_sweep.png to {args.results}/")
+    print(f"\nwrote findings.md, k_sweep.png and cells.csv to {args.results}/")
     return 0
 
 
