@@ -30,8 +30,8 @@ from numpy.typing import ArrayLike
 from scipy.optimize import least_squares
 from vidur.config import RandomForrestExecutionTimePredictorConfig
 
-from sim.hardware import overheads
-from sim.hardware import predictor_settings as settings
+import sim.hardware.overheads as overheads
+import sim.hardware.predictor_settings as settings
 from sim.hardware.calibration import (
     DECODE_SLOWDOWN,
     Batch,

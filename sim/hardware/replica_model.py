@@ -26,8 +26,8 @@ from typing import Sequence
 import numpy as np
 from vidur.config import CacheConfig
 
-from sim.hardware import overheads
-from sim.hardware import predictor_settings as settings
+import sim.hardware.overheads as overheads
+import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import FIT_JSON, Layout, find_layout
 from sim.hardware.memory import ProfileRunMemoryPlanner
 from sim.hardware.timing import (

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.hardware import predictor_settings as settings
+import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import Layout, find_layout
 from sim.hardware.replica_model import VIDUR_SUBDIR, cache_entry, load_replica_model
 

@@ -14,7 +14,7 @@ from vidur.execution_time_predictor.random_forrest_execution_time_predictor impo
     RandomForrestExecutionTimePredictor,
 )
 
-from sim.hardware import predictor_settings as settings
+import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import Layout
 from sim.hardware.timing import (
     KV_GRANULARITY,
