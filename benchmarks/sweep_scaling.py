@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--full", action="store_true", help=f"also time {FULL.name} with --jobs 2")
     args = parser.parse_args()
+    args.grid = args.grid.resolve()  # relative to where it is run from, printed from the repo
     print(
         f"$ python benchmarks/sweep_scaling.py --grid {args.grid.relative_to(REPO)} --repeats {args.repeats}"
     )
