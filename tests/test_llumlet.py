@@ -6,7 +6,7 @@ import math
 
 from sim.instance.limits import LlumletLimits
 from sim.instance.llumlet import Llumlet
-from sim.instance.load import freeness_full, freeness_normal
+from sim.instance.load import LoadReport, freeness_full, freeness_normal
 from sim.instance.request import Request, RequestState
 from tests.doubles import LinearTimer
 
@@ -120,6 +120,15 @@ def test_head_of_line_blocked_by_memory_is_visible_in_the_load_report():
     assert report.used_blocks == 8 and report.free_blocks == 2
     # freeness: (M - used - head demand) / running = (10 - 8 - 5) / 1
     assert freeness_full(report) == -3.0 and freeness_normal(report) == 2.0
+
+
+def test_a_load_report_fills_every_field_it_declares():
+    """report() builds the tuple directly (no defaults applied): a field added to LoadReport
+    but not to report() must fail here, not read a neighbour's value."""
+    llumlet, _ = make_llumlet()
+    report = llumlet.report()
+    assert len(report) == len(LoadReport._fields)
+    assert report == LoadReport(*report)
 
 
 def test_a_sequence_longer_than_the_model_supports_is_aborted_not_run():

@@ -25,6 +25,7 @@ report in ``sim.instance.reporting``, the invariant checks in ``sim.instance.inv
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Callable, Optional, Sequence
 
 from sim.instance.batch import Batch
@@ -37,9 +38,9 @@ from sim.instance.request import Request, RequestState
 from sim.instance.waiting import WaitingQueue
 
 
-def arrival_order(request: Request) -> tuple[float, int]:
-    """vLLM's FCFS order of requests: arrival time, then id."""
-    return request.arrival, request.id
+# vLLM's FCFS order of requests: arrival time, then id (a C-level key: max() and sort() over
+# running requests call it once per request on every preemption)
+arrival_order: Callable[[Request], tuple[float, int]] = attrgetter("order")
 
 
 class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
@@ -211,9 +212,9 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         order (most critical tier first, if tiered), giving each its next block or
         preempting from the back."""
         if self.priority:
-            due.sort(key=lambda item: (item[0].tier, *arrival_order(item[0])))
+            due.sort(key=lambda item: (item[0].tier, *item[0].order))
         else:
-            due.sort(key=lambda item: arrival_order(item[0]))
+            due.sort(key=lambda item: item[0].order)
         for request, epoch in due:
             if request.epoch != epoch:
                 continue  # left the batch (finished, preempted, suspended) meanwhile

@@ -26,6 +26,7 @@ class Request:
         "id",
         "tier",
         "arrival",
+        "order",
         "prompt_tokens",
         "output_tokens",
         "generated",
@@ -56,6 +57,7 @@ class Request:
         self.id = rid
         self.tier = tier
         self.arrival = arrival
+        self.order = (arrival, rid)  # vLLM's FCFS key, built once: sorts read it per step
         self.prompt_tokens = prompt_tokens
         self.output_tokens = output_tokens
         self.generated = 0
