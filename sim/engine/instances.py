@@ -61,6 +61,9 @@ class StepLoop:
         self._batch_end = simpy.Event(env)
         self._batch_end._ok = True
         self._batch_end._value = None
+        # and one callback list for it: simpy only iterates an event's callbacks (stop()
+        # removes ours, after which the loop never schedules again)
+        self._batch_end_callbacks = [self._step]
         start = simpy.Event(env)
         start.callbacks.append(self._step)
         start._ok = True
@@ -111,5 +114,5 @@ class StepLoop:
             )
         self._batch = batch
         batch_end = self._pending = self._batch_end
-        batch_end.callbacks = [self._step]
+        batch_end.callbacks = self._batch_end_callbacks
         env.schedule(batch_end, simpy.events.NORMAL, duration)

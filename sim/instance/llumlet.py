@@ -110,7 +110,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
                 self._join_running(request)
             self.joining.clear()
         while True:
-            if self.waiting:
+            if self.waiting.count:
                 batch = self._prefill_batch()
                 if batch is not None:
                     return batch

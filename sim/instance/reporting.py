@@ -26,7 +26,7 @@ class LoadReportingMixin:
         waiting = self.waiting
         limits = self.limits
         allocated, reserved = ledger.allocated, ledger.reserved
-        if waiting:
+        if waiting.count:
             head = waiting.head_demand_blocks()
             head_blocked = ledger.capacity - allocated - reserved - head < limits.watermark_blocks
         else:
@@ -39,7 +39,7 @@ class LoadReportingMixin:
                 allocated,
                 reserved,
                 len(self.running) + len(self.prefilling),  # vLLM's running list holds both
-                len(waiting),
+                waiting.count,
                 waiting.demand_blocks,
                 head,
                 headroom_usage(self.running_per_tier, self.headroom_blocks)

@@ -15,7 +15,7 @@ class WaitingQueue:
 
     def __init__(self, lanes: int, tiers: int, block_size: int) -> None:
         self._lanes = [deque() for _ in range(lanes)]
-        self._length = 0
+        self.count = 0  # requests queued (read directly on the hot path: no __len__ call)
         self._block_size = block_size
         self.demand_blocks = 0  # blocks the queued requests need to be admitted (ceil per request)
         self.tokens = 0  # prompt + generated tokens of the queued requests
@@ -54,7 +54,7 @@ class WaitingQueue:
 
     def _count(self, request: Request, sign: int) -> None:
         tokens = request.seq_len
-        self._length += sign
+        self.count += sign
         self.tokens += sign * tokens
         self.demand_blocks += sign * blocks_for(tokens, self._block_size)
         self.per_tier[request.tier] += sign
@@ -62,10 +62,10 @@ class WaitingQueue:
             self.preempted += sign
 
     def __len__(self) -> int:
-        return self._length
+        return self.count
 
     def __bool__(self) -> bool:
-        return self._length > 0
+        return self.count > 0
 
     def __iter__(self) -> Iterator[Request]:
         for lane in self._lanes:
