@@ -87,6 +87,9 @@ class Simulation(RunInspectionMixin):
         self.steps = StepLog(record_batches, check_every_step, on_report)
         self._reports_delivered = 0  # per-step reports since the start (pairing cadence)
         self._pairing_every = config.scheduler.pairing_every
+        # read once per executed step: bound here, not looked up (the scheduler is fixed)
+        self._observe_one = self.scheduler.observe_one
+        self._migrates = self.scheduler.migrates
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.requests: list[Request] = []
@@ -346,11 +349,10 @@ class Simulation(RunInspectionMixin):
         reports, counted over the whole cluster."""
         if self.fallback_kind is not None:
             return
-        scheduler = self.scheduler
-        scheduler.observe_one(report)
-        if scheduler.migrates:
-            self._reports_delivered += 1
-            if self._reports_delivered % (self._pairing_every * len(self.live)) == 0:
+        self._observe_one(report)
+        if self._migrates:
+            delivered = self._reports_delivered = self._reports_delivered + 1
+            if delivered % (self._pairing_every * len(self.live)) == 0:
                 self._pairing_round()
 
     def _pairing_round(self) -> None:
