@@ -2,10 +2,10 @@
 
 A rule sees the ``ClusterView`` and, of the request, only its tier and block demand; the
 priority mode (``sim.cluster.priority``) says what an instance's priority reservation is
-for that tier. Rules that rank instances by a load keep each instance's load current
-(recomputed when its report arrives and after each dispatch to it), so choosing is one
-``min`` — unless the reservation depends on the request's tier, when loads are computed per
-dispatch.
+for that tier. Rules that rank instances by a load cache each instance's load and recompute
+it only when a dispatch finds it stale (a report arrived, or a request went there since),
+so choosing is one ``min`` — unless the reservation depends on the request's tier, when
+loads are computed per dispatch.
 
 The artifact's rules (``load``, ``block``; ``vllm/core/request_scheduler.py``) dispatch
 round-robin until every instance has reported once, pick the lowest load, and break ties

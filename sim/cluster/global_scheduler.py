@@ -91,6 +91,9 @@ class GlobalScheduler:
         self.priority: PriorityMode = PRIORITY_MODES.get(settings.priority)(config, tiers)
         self.local_tiers = (config.priority.local or self.priority.local_order) == "tier"
         self.view = ClusterView()
+        # per-step reports stored but not yet settled into the view's pending demand and the
+        # dispatch rule's cached loads (see observe_one)
+        self._unsettled: set[int] = set()
         self.dispatch_rule = dispatch_rule or DISPATCH_RULES.get(settings.dispatch)(config, self.priority)
         self.pairing_rule: Optional[PairingRule] = (
             None
@@ -135,12 +138,28 @@ class GlobalScheduler:
         self.dispatch_rule.observed(self.view, reports)
 
     def observe_one(self, report: LoadReport) -> None:
-        """One instance's report arrived (per-step reports: once per executed step)."""
-        if self.view.observe_one(report):
-            self.dispatch_rule.observed_one(self.view, report.instance_id)
+        """One instance's report arrived (per-step reports: once per executed step). It is
+        stored at once; what it changes for dispatch — the pending demand it absorbs, the
+        rule's cached load — is settled at the next dispatch, once however many reports an
+        instance filed since (both are idempotent, and only a dispatch reads them)."""
+        instance_id = report.instance_id
+        self.view.reports[instance_id] = report
+        self._unsettled.add(instance_id)
+
+    def _settle(self) -> None:
+        """Apply the per-step reports stored since the last dispatch as ``observe`` would."""
+        view, rule = self.view, self.dispatch_rule
+        pending = view.pending
+        for instance_id in self._unsettled:
+            if instance_id in pending:  # it takes dispatches
+                pending[instance_id] = 0
+                rule.observed_one(view, instance_id)
+        self._unsettled.clear()
 
     def dispatch(self, request: DispatchInfo) -> int:
         """The instance for a new request (there is at least one dispatchable instance)."""
+        if self._unsettled:
+            self._settle()
         target = self.dispatch_rule.choose(self.view, request)
         if self.settings.count_dispatched_load:
             self.view.note_dispatch(target, request.demand_blocks)
