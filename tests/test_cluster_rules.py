@@ -62,3 +62,27 @@ def test_without_pairing_llumnix_dispatches_by_freeness_but_never_migrates():
             transfer=make_transfer(),
         ).run()
     assert runs[None].migrations and not runs["none"].migrations
+
+
+def test_a_per_step_report_absorbs_the_demand_dispatched_before_it():
+    """With dispatched load counted, demand sent to an instance weighs on its load until its
+    next report (which already holds it); reports arriving between two dispatches count once,
+    at the next dispatch, as if each had been applied on arrival."""
+    from sim.cluster.dispatch import DispatchInfo
+    from sim.instance.load import LoadReport
+
+    def report(instance: int, free: int) -> LoadReport:
+        return LoadReport(instance, 800, 800 - free, 0, 10, 0, 0, 0, watermark_blocks=8)
+
+    s = GlobalScheduler(SchedulerConfig(name="infaas++", count_dispatched_load=True))
+    for i in (0, 1):
+        s.add_instance(i, None)
+    s.observe_one(report(0, 400))
+    s.observe_one(report(1, 410))  # loads −39.2 and −40.2: 1 is the lighter
+    request = DispatchInfo(tier=0, demand_blocks=100)
+    assert s.dispatch(request) == 1  # then 1 carries 100 pending blocks: −30.2
+    assert s.dispatch(request) == 0  # and 0 too: −29.2
+    s.observe_one(report(0, 300))  # 0 reports twice (1 not at all); its latest report counts
+    s.observe_one(report(0, 400))
+    assert s.dispatch(request) == 0  # 0's pending absorbed (−39.2), 1's still there (−30.2)
+    assert s.view.pending == {0: 100, 1: 100}
