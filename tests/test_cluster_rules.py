@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from sim.cluster import DISPATCH_RULES, DispatchRule, GlobalScheduler
+from sim.cluster.dispatch import DispatchInfo
 from sim.config import ConfigError, SchedulerConfig
 from sim.engine import Simulation
+from sim.instance.load import LoadReport
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 
 
@@ -68,9 +70,6 @@ def test_a_per_step_report_absorbs_the_demand_dispatched_before_it():
     """With dispatched load counted, demand sent to an instance weighs on its load until its
     next report (which already holds it); reports arriving between two dispatches count once,
     at the next dispatch, as if each had been applied on arrival."""
-    from sim.cluster.dispatch import DispatchInfo
-    from sim.instance.load import LoadReport
-
     def report(instance: int, free: int) -> LoadReport:
         return LoadReport(instance, 800, 800 - free, 0, 10, 0, 0, 0, watermark_blocks=8)
 
