@@ -87,9 +87,7 @@ class Simulation(RunInspectionMixin):
         self.steps = StepLog(record_batches, check_every_step, on_report)
         self._reports_delivered = 0  # per-step reports since the start (pairing cadence)
         self._pairing_every = config.scheduler.pairing_every
-        # read once per executed step: bound here, not looked up (the scheduler is fixed)
-        self._observe_one = self.scheduler.observe_one
-        self._migrates = self.scheduler.migrates
+        self._observe_one, self._migrates = self.scheduler.observe_one, self.scheduler.migrates  # per step
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.requests: list[Request] = []
