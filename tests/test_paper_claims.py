@@ -76,6 +76,7 @@ def test_the_command_runs_parts_and_rewrites_the_readme_block(tmp_path, capsys):
     assert "| C20 | 11 |" in text and "not run" in text  # priorities etc. were not run
     runs = (tmp_path / "paper_smoke" / "runs.md").read_text()
     assert runs.count("serving-S-S") == 2
+    assert (tmp_path / "paper_smoke" / "serving.png").stat().st_size > 10_000  # a drawn panel
     with pytest.raises(SystemExit):
         main(["paper", "--only"])
     assert main(["paper", "--smoke", "--only", "nope"]) == 2

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.sweep import run_sweep
     from sim.sweep.grid import expand
     from sim.sweep.paper import claims_table, markdown, runs_table
-    from sim.sweep.plots import open_sweep
+    from sim.sweep.plots import open_sweep, paper_serving_figure
 
     path = GRIDS / ("paper_smoke.yaml" if args.smoke else "paper.yaml")
     spec = read_yaml(path)
@@ -55,11 +55,14 @@ def run(args: argparse.Namespace) -> int:
     (out_dir / "claims.md").write_text(claims_md + "\n")
     (out_dir / "runs.md").write_text(runs_md + "\n")
     claims.to_csv(out_dir / "claims.csv", index=False)
+    cells = sweep.aggregate[sweep.aggregate["part"].isin(index["part"].unique())]
+    figure = paper_serving_figure(cells, out_dir / "serving.png")
     print("\nRequests each run received (Table 1's statistics) and its mean KV occupancy:\n")
     print(runs_md)
     print("\nThe paper's claims:\n")
     print(claims_md)
-    print(f"\nwrote claims.md, claims.csv, runs.md to {out_dir}/")
+    written = "claims.md, claims.csv, runs.md" + (", serving.png" if figure else "")
+    print(f"\nwrote {written} to {out_dir}/")
     if args.readme:
         replace_block(args.readme, claims_md)
         print(f"rewrote the claims table in {args.readme}")

@@ -147,10 +147,8 @@ def figure(index: pd.DataFrame, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
 
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
-    sparse = FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else "")
+    from sim.sweep.plots import plain_log_axis
 
     frame = index[(index[MIX] == "enterprise") & (index[SIZE] == index[SIZE].min())]
     columns = {"tier 0": "latency_by_tier.0.prefill_latency.p99", "all": PREFILL_P99}
@@ -179,9 +177,7 @@ def figure(index: pd.DataFrame, path: Path) -> Path:
                 )
         ax.set_title(f"{rate:g} req/s")
         ax.set_xlabel("tiers K")
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(sparse)
+        plain_log_axis(ax)
         ax.grid(True, alpha=0.3)
     for row in axes:
         row[0].set_ylabel("P99 prefill (s)\nband: bootstrap 95% CI")

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 import numpy as np
 import pandas as pd
 
@@ -147,6 +148,19 @@ def _panels(frame: pd.DataFrame, col: str | None, max_cols: int = 4, size=(4.2, 
     return fig, list(zip(keys, axes.flat))
 
 
+def plain_log_axis(ax) -> None:
+    """A log-scale y axis labelled 2, 5, 10, 20 … rather than 2×10⁰ (latency readers want
+    seconds); within less than a decade every minor tick is labelled."""
+
+    def minor(value: float, _) -> str:
+        low, high = ax.get_ylim()
+        return f"{value:g}" if high < 10 * low or f"{value:.0e}"[0] in "25" else ""
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+
+
 def _legend(ax, hue: str | None, fontsize: int = 8) -> None:
     if hue and ax.get_legend_handles_labels()[0]:
         ax.legend(title=hue, fontsize=fontsize, title_fontsize=fontsize)
@@ -189,6 +203,8 @@ def plot_lines(
     """``y`` against ``x``, one line per ``hue``, one panel per ``col``, with the 95%
     interval (``y.ci_low``..``y.ci_high``) as error bars where the frame has it."""
     fig, panels = _panels(frame, col)
+    # one colour per hue value across every panel, in order of first appearance
+    colours = {value: f"C{i}" for i, value in enumerate(dict.fromkeys(frame[hue]))} if hue else {}
     for key, ax in panels:
         part = frame if col is None else frame[frame[col] == key]
         groups = part.groupby(hue, sort=False, dropna=False) if hue else [(None, part)]
@@ -205,11 +221,12 @@ def plot_lines(
                 capsize=2,
                 lw=1.2,
                 label=label,
+                color=colours.get(name),
             )
         ax.set_xlabel(x)
         ax.set_ylabel(ylabel or y)
         if logy:
-            ax.set_yscale("log")
+            plain_log_axis(ax)
         if col is not None:
             ax.set_title(f"{col} = {_label(key)}", fontsize=9)
         _legend(ax, hue, fontsize=7)
@@ -346,3 +363,25 @@ def migrations_over_time(
     started = migrations.assign(time=(migrations["start"] // bin_seconds) * bin_seconds)
     counts = started.groupby([*by, "time"], sort=True).size().rename("migrations").reset_index()
     return counts
+
+
+def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
+    """Fig. 11's view of a ``paper`` sweep: P99 prefill latency against the arrival rate, one
+    panel per serving trace, one line per scheduler (log scale: the baselines' tails grow
+    by orders of magnitude). None if the sweep has no serving parts."""
+    serving = aggregate[aggregate["part"].astype(str).str.startswith("serving")]
+    if serving.empty:
+        return None
+    fig = plot_lines(
+        serving,
+        x="workload.arrival.rate",
+        y="latency.prefill_latency.p99",
+        hue="scheduler",
+        col="part",
+        logy=True,
+        title="Serving (Fig. 11 set-ups): P99 prefill latency against the arrival rate",
+        ylabel="P99 prefill (s)",
+    )
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
