@@ -100,8 +100,9 @@ class _Ranked(DispatchRule):
 
     @property
     def tier_dependent(self) -> bool:
-        """Whether the load depends on the request's tier (then it is not cached)."""
-        return self.priority.tier_dependent
+        """Whether the load depends on the request's tier (then it is not cached). With one
+        tier every request is of the lowest tier: it does not."""
+        return self.priority.tier_dependent and self.priority.tiers > 1
 
     @abstractmethod
     def load(self, view: ClusterView, instance_id: int, tier: int) -> float:

@@ -117,4 +117,6 @@ class LoadTargetMode(_Prioritised):
         return self.reserved_blocks(report, min(leading, tier))
 
     def migration_reservation(self, report: LoadReport) -> float:
+        if report.top_tier >= self.tiers - 1:
+            return 0.0  # led by the least critical tier, which has no target (every pairing)
         return self.reserved_blocks(report, report.top_tier)
