@@ -108,7 +108,7 @@ def test_interrupted_and_killed_then_resumed_gives_the_uninterrupted_index(smoke
     kept = done_runs(out)
     assert len(kept) < SMOKE_RUNS
     for folder in kept:  # every run folder is whole
-        assert {p.name for p in folder.iterdir()} == {"summary.json", "config.yaml"}
+        assert {p.name for p in folder.iterdir()} == {"summary.json", "config.yaml", "code.txt"}
         json.loads((folder / "summary.json").read_text())
 
     third = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
@@ -189,3 +189,23 @@ def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch
 def test_a_bad_slo_is_named(slo, named):
     with pytest.raises(ConfigError, match=named.replace("[", r"\[").replace(".", r"\.")):
         parse_slo(slo)
+
+
+def test_runs_stored_by_other_code_are_reused_and_counted_or_rerun_on_request(tmp_path, monkeypatch):
+    """A run is keyed by its config alone, so a store outlives code changes: a sweep says how
+    many of the runs it reused other code made, and --recompute-stale reruns exactly those."""
+    monkeypatch.setattr("sim.sweep.cell.run_cell", fake_run_cell(lambda c: 1.0))
+    grid = load_grid(SMOKE)
+    first = run_sweep(grid, tmp_path, jobs=1)
+    assert first.reused_from_other_code == 0 and "other code" not in first.line()
+    runs = sorted(done_runs(tmp_path))
+    for folder in runs[:5]:  # as if an older checkout had stored these five
+        (folder / "code.txt").write_text("0000000000000000\n")
+    again = run_sweep(grid, tmp_path, jobs=1)
+    assert (again.reused, again.reused_from_other_code, again.computed) == (SMOKE_RUNS, 5, 0)
+    assert "5 made by other code than this checkout's" in again.line()
+    stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)}
+    fresh = run_sweep(grid, tmp_path, jobs=1, recompute_stale=True)
+    assert (fresh.computed, fresh.reused_from_other_code) == (5, 0)
+    changed = {p.name for p in done_runs(tmp_path) if p.stat().st_mtime_ns != stamps[p.name]}
+    assert changed == {folder.name for folder in runs[:5]}

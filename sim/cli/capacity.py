@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         args.jobs,
         args.backend,
         args.address,
+        args.recompute_stale,
     )
     header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
         f" {slo.name + '<=' + format(slo.limit, 'g'):>32}" for slo in slos

@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
     grid = expand(spec, str(path), path.parent)
     out_dir = args.out or REPO / "results" / grid.name
     try:
-        outcome = run_sweep(grid, out_dir, args.jobs, args.backend, args.address, show_progress(args))
+        outcome = run_sweep(
+            grid, out_dir, args.jobs, args.backend, args.address, show_progress(args), args.recompute_stale
+        )
     except KeyboardInterrupt:
         print(f"{grid.name}: interrupted; finished runs are kept, run the same command to resume", file=sys.stderr)
         return 130

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
-    """--jobs, --backend, --address: shared with ``llumsim capacity``."""
+    """--jobs, --backend, --address, --recompute-stale: shared with ``llumsim paper`` and
+    ``llumsim capacity``."""
     parser.add_argument(
         "--jobs",
         type=int,
@@ -34,6 +35,12 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="local", help="where runs execute")
     parser.add_argument(
         "--address", help="Ray cluster address (--backend ray; default: a local Ray)"
+    )
+    parser.add_argument(
+        "--recompute-stale",
+        action="store_true",
+        help="rerun stored runs made by other code than this checkout's (default: reuse them, "
+        "and say how many)",
     )
 
 
@@ -55,7 +62,13 @@ def run(args: argparse.Namespace) -> int:
     out_dir = args.out or Path("results") / grid.name
     try:
         outcome = run_sweep(
-            grid, out_dir, args.jobs, args.backend, args.address, show_progress(args)
+            grid,
+            out_dir,
+            args.jobs,
+            args.backend,
+            args.address,
+            show_progress(args),
+            args.recompute_stale,
         )
     except KeyboardInterrupt:
         print(

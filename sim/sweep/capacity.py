@@ -112,9 +112,10 @@ def _round(rate: float) -> float:
 
 
 class _Evaluator:
-    def __init__(self, config, slos, seeds, store, jobs, backend, address) -> None:
+    def __init__(self, config, slos, seeds, store, jobs, backend, address, recompute_stale) -> None:
         self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
         self.jobs, self.backend, self.address = jobs, backend, address
+        self.recompute_stale = recompute_stale
         self.points: dict[float, Point] = {}
 
     def __call__(self, rate: float) -> Point:
@@ -123,7 +124,11 @@ class _Evaluator:
             return self.points[rate]
         configs = [_with(self.config, rate, seed) for seed in self.seeds]
         keys = [run_key(c) for c in configs]
-        tasks = [Task(k, c, ()) for k, c in zip(keys, configs) if not self.store.is_done(k)]
+        tasks = [
+            Task(k, c, ())
+            for k, c in zip(keys, configs)
+            if not self.store.is_done(k, this_code_only=self.recompute_stale)
+        ]
         try:
             for key, summary in execute(tasks, self.backend, self.jobs, self.address):
                 self.store.write(key, configs[keys.index(key)], summary)
@@ -157,8 +162,11 @@ def search_capacity(
     jobs: int | None = None,
     backend: str = "local",
     address: str | None = None,
+    recompute_stale: bool = False,
 ) -> Capacity:
-    """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``."""
+    """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``;
+    every point's runs come from the store unless missing (or, with ``recompute_stale``,
+    made by other code)."""
     if not slos:
         raise ConfigError("--slo: give at least one SLO")
     if config.workload.arrival.rate is None:
@@ -172,7 +180,7 @@ def search_capacity(
     store = RunStore(Path(out_dir) / "runs")
     store.clean()
     evaluate = _Evaluator(
-        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address
+        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, recompute_stale
     )
     lo, hi = _bracket(evaluate, low, high, config.workload.arrival.rate)
     steps = 0

@@ -33,6 +33,7 @@ class SweepOutcome:
     runs: int
     unique: int  # distinct configs (runs sharing a key run once)
     reused: int
+    reused_from_other_code: int = 0  # of ``reused``: stored by a different simulator version
     computed: int = 0
     wall_seconds: float = 0.0  # the whole sweep: checks, runs, indexes
     run_seconds: float = 0.0  # from the first task handed out to the last result stored
@@ -41,8 +42,14 @@ class SweepOutcome:
 
     def line(self) -> str:
         state = "INTERRUPTED, " if self.interrupted else ""
+        other = (
+            f" ({self.reused_from_other_code} made by other code than this checkout's: "
+            "--recompute-stale reruns them)"
+            if self.reused_from_other_code
+            else ""
+        )
         return (
-            f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused, "
+            f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused{other}, "
             f"{self.computed} computed in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running); wrote "
             f"{', '.join(self.files)} to {self.out_dir}/"
         )
@@ -61,11 +68,12 @@ def check_grid(grid: Grid) -> None:
             raise ConfigError(f"{grid.source}: cell [{run.cell.label}]: {exc}") from None
 
 
-def pending(grid: Grid, store: RunStore) -> list[Task]:
-    """One task per distinct run key the store does not have (with every kept table)."""
+def pending(grid: Grid, store: RunStore, recompute_stale: bool = False) -> list[Task]:
+    """One task per distinct run key the store does not have (with every kept table), or
+    has from other code when ``recompute_stale``."""
     tasks: dict[str, Task] = {}
     for run in grid.runs:
-        if run.key not in tasks and not store.is_done(run.key, grid.tables):
+        if run.key not in tasks and not store.is_done(run.key, grid.tables, recompute_stale):
             tasks[run.key] = Task(run.key, run.config, grid.tables)
     return list(tasks.values())
 
@@ -97,8 +105,11 @@ def run_sweep(
     backend: str = "local",
     address: str | None = None,
     progress: bool = False,
+    recompute_stale: bool = False,
 ) -> SweepOutcome:
-    """Run every run of ``grid`` not yet in ``out_dir``'s store, then write the indexes.
+    """Run every run of ``grid`` not yet in ``out_dir``'s store (with ``recompute_stale``,
+    also those stored by other code), then write the indexes. Reused runs made by other code
+    are counted in the outcome, so the line printed says so.
 
     Ctrl-C stops the workers, keeps every run already stored, writes the indexes of those
     (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt.
@@ -109,11 +120,13 @@ def run_sweep(
     store = RunStore(out_dir / "runs")
     store.clean()
     remove_leftovers(out_dir)  # a half-written index of a killed sweep
-    tasks = pending(grid, store)
-    unique = len({run.key for run in grid.runs})
-    outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), unique, unique - len(tasks))
+    tasks = pending(grid, store, recompute_stale)
+    keys = {run.key for run in grid.runs}
+    reused = keys - {task.key for task in tasks}
+    outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), len(keys), len(reused))
+    outcome.reused_from_other_code = sum(store.made_by_other_code(key) for key in reused)
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
-    bar = _progress_bar(grid.name, unique, outcome.reused, progress)
+    bar = _progress_bar(grid.name, len(keys), outcome.reused, progress)
     complete = False
     running = time.perf_counter()
     try:

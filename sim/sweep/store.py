@@ -1,7 +1,7 @@
 """The results store: one folder per run, keyed by the hash of the run's resolved config.
 
-``<out>/runs/<key>/`` holds ``summary.json``, ``config.yaml`` and any kept tables
-(``<table>.parquet``). A run is written into a temporary folder and renamed into place,
+``<out>/runs/<key>/`` holds ``summary.json``, ``config.yaml``, ``code.txt`` (the fingerprint
+of the simulator that made it) and any kept tables (``<table>.parquet``). A run is written into a temporary folder and renamed into place,
 so at any moment — Ctrl-C, kill -9, a full disk — a run folder is either complete or
 absent; leftovers of a killed writer are removed on the next start. Only the process that
 owns the store (the sweep driver) writes to it.
@@ -9,8 +9,11 @@ owns the store (the sweep driver) writes to it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,6 +24,21 @@ from sim.config import SimulationConfig, to_dict
 from sim.files import remove_leftovers, strict_json, swap_folder, temp_name
 
 SUMMARY = "summary.json"
+CODE = "code.txt"
+PACKAGE = Path(__file__).resolve().parents[1]  # sim/
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """What a run's results depend on besides its config: the simulator's sources and shipped
+    data (profiles, fits) and the installed Vidur. A run is keyed by its config alone, so a
+    store reuses runs across code changes; this tells which were made by other code."""
+    digest = hashlib.sha256(f"vidur {version('vidur')}".encode())
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(PACKAGE)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 class RunStore:
@@ -37,12 +55,20 @@ class RunStore:
     def path(self, key: str) -> Path:
         return self.root / key
 
-    def is_done(self, key: str, tables: Iterable[str] = ()) -> bool:
-        """Whether the run is stored with its summary and every table asked for."""
+    def is_done(self, key: str, tables: Iterable[str] = (), this_code_only: bool = False) -> bool:
+        """Whether the run is stored with its summary and every table asked for (and, with
+        ``this_code_only``, by the code of this checkout)."""
         folder = self.path(key)
-        return (folder / SUMMARY).is_file() and all(
+        done = (folder / SUMMARY).is_file() and all(
             (folder / f"{name}.parquet").is_file() for name in tables
         )
+        return done and not (this_code_only and self.made_by_other_code(key))
+
+    def made_by_other_code(self, key: str) -> bool:
+        """The stored run's code fingerprint differs from this checkout's (or is unknown: a
+        run stored before fingerprints were kept)."""
+        path = self.path(key) / CODE
+        return not path.is_file() or path.read_text().strip() != code_fingerprint()
 
     def write(self, key: str, config: SimulationConfig, summary: dict[str, Any]) -> None:
         """Store a run: write a temporary folder, then rename it into place."""
@@ -53,6 +79,7 @@ class RunStore:
         tmp.mkdir()
         (tmp / SUMMARY).write_text(strict_json(summary))
         (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+        (tmp / CODE).write_text(code_fingerprint() + "\n")
         for name, frame in tables.items():
             frame.to_parquet(tmp / f"{name}.parquet", index=False)
         swap_folder(tmp, self.path(key))  # stored before with fewer tables: never half-replace
