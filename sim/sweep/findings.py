@@ -74,6 +74,11 @@ def cells(aggregated: pd.DataFrame) -> pd.DataFrame:
     return aggregated[coordinates + kept]
 
 
+def _percent(value: float) -> str:
+    """Whole percent, without the "-0%" of a value that rounds to zero from below."""
+    return f"{round(value, 2) + 0.0:.0%}"
+
+
 def _range(values: pd.Series) -> str:
     return f"{values.min():.2f}–{values.max():.2f}" if len(values) else "—"
 
@@ -112,8 +117,8 @@ def findings(index: pd.DataFrame) -> pd.DataFrame:
             {
                 "claim": f"cost-per-latency better than INFaaS++, {mode}",
                 "K-tier project": "24–68%",
-                "llumsim": f"{best['saving'].min():.0%} to {best['saving'].max():.0%} over cells "
-                f"(median {best['saving'].median():.0%})",
+                "llumsim": f"{_percent(best['saving'].min())} to {_percent(best['saving'].max())} over cells "
+                f"(median {_percent(best['saving'].median())})",
                 "holds": "yes" if best["saving"].median() >= 0.24 else "no",
             }
         )
