@@ -109,17 +109,28 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
             for request in self.joining:
                 self._join_running(request)
             self.joining.clear()
+        running = self.running
         while True:
             if self.waiting.count:
                 batch = self._prefill_batch()
                 if batch is not None:
                     return batch
-            if not self.running:
+            if not running:
                 return None
-            batch = self._decode_batch()
-            if batch is not None:
-                return batch
-            # the decode step preempted every running request: they are queued now
+            # a decode step (written out here: it is most steps): blocks due now, then the batch
+            step = self.iteration + 1
+            due = self._block_due.pop(step, None)
+            if due:
+                if len(due) <= self.ledger.free:
+                    self._grow(due, step)  # nobody can be preempted: order does not matter
+                else:
+                    self._grow_or_preempt(due, step)
+                if not running:
+                    continue  # every running request was preempted (or aborted): queued now
+            batch = self._decode_step  # one object per llumlet, refilled every decode step
+            batch.num_decodes = len(running)
+            batch.kv_tokens = self.seq_sum
+            return batch
 
     def iteration_time(self, batch: Batch) -> float:
         self.batch_started = self.clock()
@@ -192,20 +203,6 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
             return None
         self.prefilling = admitted
         return Batch(admitted, tokens)
-
-    def _decode_batch(self) -> Optional[Batch]:
-        step = self.iteration + 1
-        due = self._block_due.pop(step, None)
-        if due and len(due) <= self.ledger.free:
-            self._grow(due, step)  # nobody can be preempted: order does not matter
-        elif due:
-            self._grow_or_preempt(due, step)
-        if not self.running:
-            return None
-        batch = self._decode_step  # one object per llumlet, refilled every decode step
-        batch.num_decodes = len(self.running)
-        batch.kv_tokens = self.seq_sum
-        return batch
 
     def _grow_or_preempt(self, due: list, step: int) -> None:
         """Too few free blocks for everyone due: vLLM walks its running requests in arrival
