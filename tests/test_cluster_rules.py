@@ -85,3 +85,13 @@ def test_a_per_step_report_absorbs_the_demand_dispatched_before_it():
     s.observe_one(report(0, 400))
     assert s.dispatch(request) == 0  # 0's pending absorbed (−39.2), 1's still there (−30.2)
     assert s.view.pending == {0: 100, 1: 100}
+
+
+def test_per_step_reports_are_delivered_only_where_something_reads_them():
+    def wants(name: str, autoscaling: bool = False) -> bool:
+        return GlobalScheduler(SchedulerConfig(name=name)).wants_step_reports(autoscaling)
+
+    assert not wants("round-robin")  # its dispatch never reads a load
+    assert wants("round-robin", autoscaling=True)  # the scaler reads them
+    assert wants("infaas++") and wants("llumnix") and wants("llumnix-base")
+    assert not wants("llumnix-prose")  # periodic reports: the tick delivers them

@@ -43,6 +43,8 @@ class DispatchInfo:
 class DispatchRule(ABC):
     """Chooses a dispatch target; the hooks let a rule keep per-instance state current."""
 
+    reads_reports = True  # False: the choice never looks at a load report
+
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config
         self.priority = priority or PriorityMode(config, tiers=1)
@@ -75,6 +77,8 @@ DISPATCH_RULES: Registry[type[DispatchRule]] = Registry("dispatch", "scheduler.d
 class RoundRobin(DispatchRule):
     """Cycle through the instances regardless of load (the artifact's ``balanced``, DeepSpeed-
     MII style): with every request a new session it is plain round-robin."""
+
+    reads_reports = False
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -225,6 +229,8 @@ class HighestFreeness(_Ranked):
 
 class FixedPlacement(DispatchRule):
     """The i-th request goes to ``targets[i]``: for experiments that decide where load sits."""
+
+    reads_reports = False
 
     def __init__(self, targets: Sequence[int], config: SchedulerConfig | None = None) -> None:
         super().__init__(config or SchedulerConfig())

@@ -110,6 +110,13 @@ class GlobalScheduler:
     def reports_per_step(self) -> bool:
         return self.settings.reports == "per-step"
 
+    def wants_step_reports(self, autoscaling: bool) -> bool:
+        """Whether per-step reports are delivered: they are this scheduler's cadence and
+        something reads them — its dispatch rule, its pairing, or an auto-scaler (round-robin
+        alone reads none, and building them was a quarter of its event loop)."""
+        readers = self.dispatch_rule.reads_reports or self.migrates or autoscaling
+        return self.reports_per_step and readers
+
     @property
     def instances(self) -> Sequence[int]:
         """Instances that accept dispatches, in id order."""

@@ -83,7 +83,7 @@ class Simulation(RunInspectionMixin):
         self.headroom = tier_headroom(config, self.limits) if charges else []
         if self.scheduler.migrates and transfer is None:
             transfer = load_transfer(config, self.model)
-        on_report = self._step_report if self.scheduler.reports_per_step else None
+        on_report = self._step_report if self.scheduler.wants_step_reports(config.autoscale.enabled) else None
         self.steps = StepLog(record_batches, check_every_step, on_report)
         self._reports_delivered = 0  # per-step reports since the start (pairing cadence)
         self._pairing_every = config.scheduler.pairing_every
