@@ -76,13 +76,14 @@ def test_a_per_step_report_absorbs_the_demand_dispatched_before_it():
     s = GlobalScheduler(SchedulerConfig(name="infaas++", count_dispatched_load=True))
     for i in (0, 1):
         s.add_instance(i, None)
-    s.observe_one(report(0, 400))
-    s.observe_one(report(1, 410))  # loads −39.2 and −40.2: 1 is the lighter
+    deliver = s.step_reports(live=(0, 1), pairing_every=4, pairing_round=lambda: None).deliver
+    deliver(report(0, 400))
+    deliver(report(1, 410))  # loads −39.2 and −40.2: 1 is the lighter
     request = DispatchInfo(tier=0, demand_blocks=100)
     assert s.dispatch(request) == 1  # then 1 carries 100 pending blocks: −30.2
     assert s.dispatch(request) == 0  # and 0 too: −29.2
-    s.observe_one(report(0, 300))  # 0 reports twice (1 not at all); its latest report counts
-    s.observe_one(report(0, 400))
+    deliver(report(0, 300))  # 0 reports twice (1 not at all); its latest report counts
+    deliver(report(0, 400))
     assert s.dispatch(request) == 0  # 0's pending absorbed (−39.2), 1's still there (−30.2)
     assert s.view.pending == {0: 100, 1: 100}
 

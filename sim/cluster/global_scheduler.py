@@ -16,12 +16,13 @@ pairs, the shortest lowest-priority candidate, K-tier headroom, 50 ms reports.
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Optional, Sequence
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Sized
 
 from sim.cluster.dispatch import DISPATCH_RULES, DispatchInfo, DispatchRule
 from sim.cluster.ordering import ARRIVAL_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
 from sim.cluster.priority import PRIORITY_MODES, PriorityMode
+from sim.cluster.step_reports import StepReports
 from sim.cluster.view import ClusterView
 from sim.config import ConfigError, SchedulerConfig
 from sim.instance.load import LoadReport
@@ -92,7 +93,7 @@ class GlobalScheduler:
         self.local_tiers = (config.priority.local or self.priority.local_order) == "tier"
         self.view = ClusterView()
         # per-step reports stored but not yet settled into the view's pending demand and the
-        # dispatch rule's cached loads (see observe_one)
+        # dispatch rule's cached loads (see step_reports)
         self._unsettled: set[int] = set()
         self.dispatch_rule = dispatch_rule or DISPATCH_RULES.get(settings.dispatch)(config, self.priority)
         self.pairing_rule: Optional[PairingRule] = (
@@ -144,14 +145,20 @@ class GlobalScheduler:
         self.view.observe(reports)
         self.dispatch_rule.observed(self.view, reports)
 
-    def observe_one(self, report: LoadReport) -> None:
-        """One instance's report arrived (per-step reports: once per executed step). It is
-        stored at once; what it changes for dispatch — the pending demand it absorbs, the
-        rule's cached load — is settled at the next dispatch, once however many reports an
+    def step_reports(
+        self, live: Sized, pairing_every: int, pairing_round: Callable[[], None]
+    ) -> StepReports:
+        """The delivery point of per-step reports (one per executed step): each is stored
+        at once; what it changes for dispatch — the pending demand it absorbs, the rule's
+        cached load — is settled at the next dispatch, once however many reports an
         instance filed since (both are idempotent, and only a dispatch reads them)."""
-        instance_id = report.instance_id
-        self.view.reports[instance_id] = report
-        self._unsettled.add(instance_id)
+        return StepReports(
+            self.view.reports,
+            self._unsettled,
+            live,
+            pairing_every,
+            pairing_round if self.migrates else None,
+        )
 
     def _settle(self) -> None:
         """Apply the per-step reports stored since the last dispatch as ``observe`` would."""

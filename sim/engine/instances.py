@@ -7,7 +7,9 @@ from typing import Callable, Optional
 
 import simpy
 
+from sim.cluster.step_reports import StepReports
 from sim.engine.result import BatchRecord
+from sim.instance.batch import Batch
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 
@@ -30,7 +32,7 @@ class StepLog:
     record_batches: bool = False  # keep a BatchRecord per iteration (timeline export, benches)
     check_every_step: bool = False  # verify block conservation after every iteration (tests)
     # per-step load reports: the state at a step's scheduling, delivered when it ends
-    on_report: Optional[Callable[[LoadReport], None]] = None
+    step_reports: Optional[StepReports] = None
     batches: int = 0
     batch_log: list[BatchRecord] = field(default_factory=list)
 
@@ -48,11 +50,11 @@ class StepLoop:
         self.log = log
         self.llumlet = runtime.llumlet
         # a StepLog's switches are fixed when the simulation is built: read them once
-        self._on_report = log.on_report
+        self._step_reports = log.step_reports
         self._check = log.check_every_step
         self._record = log.record_batches
         self._pending: Optional[simpy.Event] = None  # the timeout or wake event waited on
-        self._batch = None
+        self._batch: Optional[Batch] = None
         self._report: Optional[LoadReport] = None
         self.alive = True
         # one event object, rescheduled for every batch's end: what env.timeout(duration)
@@ -63,7 +65,7 @@ class StepLoop:
         self._batch_end._value = None
         # and one callback list for it: simpy only iterates an event's callbacks (stop()
         # removes ours, after which the loop never schedules again)
-        self._batch_end_callbacks = [self._step]
+        self._batch_end_callbacks: list[Callable[[simpy.Event], None]] = [self._step]
         start = simpy.Event(env)
         start.callbacks.append(self._step)
         start._ok = True
@@ -88,10 +90,10 @@ class StepLoop:
             self.log.batches += 1
             if self._check:
                 llumlet.check()
-            report = self._report
-            if report is not None:
+            report, step_reports = self._report, self._step_reports
+            if report is not None and step_reports is not None:  # a report exists only with both
                 self._report = None
-                self._on_report(report)
+                step_reports.deliver(report)
             if not self.alive:
                 return  # the report started something that removed this instance
         else:
@@ -105,7 +107,7 @@ class StepLoop:
             self._pending = wake
             return
         llumlet.busy = True
-        if self._on_report is not None:
+        if self._step_reports is not None:
             self._report = llumlet.report()
         duration = llumlet.iteration_time(batch)
         if self._record:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from sim.config import ConfigError, SimulationConfig
-from sim.instance.limits import BatchTimer, LlumletLimits
+from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
 from sim.instance.migration import TransferModel
 from sim.instance.virtual_usage import tier_headroom_blocks
 
@@ -142,7 +142,7 @@ def cluster_limits(config: SimulationConfig, model: BatchTimer, tiers: int) -> L
         max_batch_size=cluster.max_batch_size,
         watermark_blocks=int(cluster.watermark_fraction * capacity),
         tiers=tiers,
-        max_seq_len=getattr(model, "max_tokens", LlumletLimits.max_seq_len),
+        max_seq_len=getattr(model, "max_tokens", NO_SEQUENCE_LIMIT),
     )
 
 

@@ -83,13 +83,15 @@ class Simulation(RunInspectionMixin):
         self.headroom = tier_headroom(config, self.limits) if charges else []
         if self.scheduler.migrates and transfer is None:
             transfer = load_transfer(config, self.model)
-        on_report = self._step_report if self.scheduler.wants_step_reports(config.autoscale.enabled) else None
-        self.steps = StepLog(record_batches, check_every_step, on_report)
-        self._reports_delivered = 0  # per-step reports since the start (pairing cadence)
-        self._pairing_every = config.scheduler.pairing_every
-        self._observe_one, self._migrates = self.scheduler.observe_one, self.scheduler.migrates  # per step
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
+        # per-step reports (the artifact's cadence) where something reads them
+        self.step_reports = (
+            self.scheduler.step_reports(self.live, config.scheduler.pairing_every, self._pairing_round)
+            if self.scheduler.wants_step_reports(config.autoscale.enabled)
+            else None
+        )
+        self.steps = StepLog(record_batches, check_every_step, self.step_reports)
         self.requests: list[Request] = []
         self.load_samples: list[LoadSample] = []
         self._done = bytearray(len(self.workload))
@@ -214,6 +216,8 @@ class Simulation(RunInspectionMixin):
         elif self.fallback_kind is not None:
             self.fallback_kind = None
             self.scheduler.resume({i: r.llumlet.report() for i, r in self.live.items()})
+        if self.step_reports is not None:
+            self.step_reports.paused = self.fallback_kind is not None  # reports reach nobody
 
     def is_alive(self, instance_id: int) -> bool:
         return instance_id in self.live
@@ -340,18 +344,6 @@ class Simulation(RunInspectionMixin):
                 if progress is not None:
                     progress(now)
             yield self.env.timeout(interval)
-
-    def _step_report(self, report) -> None:
-        """Per-step reports (the artifact's cadence): an instance's state at the scheduling
-        of a step, delivered when the step ends; pairing every ``pairing_every`` x instances
-        reports, counted over the whole cluster."""
-        if self.fallback_kind is not None:
-            return
-        self._observe_one(report)
-        if self._migrates:
-            delivered = self._reports_delivered = self._reports_delivered + 1
-            if delivered % (self._pairing_every * len(self.live)) == 0:
-                self._pairing_round()
 
     def _pairing_round(self) -> None:
         for source in self.scheduler.migration_pairs():

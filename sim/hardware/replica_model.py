@@ -21,7 +21,6 @@ import tempfile
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from vidur.config import CacheConfig
@@ -29,15 +28,14 @@ from vidur.config import CacheConfig
 import sim.hardware.overheads as overheads
 import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import FIT_JSON, Layout, find_layout
+from sim.hardware.iteration_memo import IterationMemo
 from sim.hardware.memory import ProfileRunMemoryPlanner
 from sim.hardware.timing import (
     KV_GRANULARITY,
-    NUM_TOKENS_ROUNDING,
     PREFILL_CHUNK_ROUNDING,
     LookupKey,
     decode_attention_ms,
     iteration_seconds,
-    lookup_key,
 )
 
 CACHE_FORMAT = 1  # bump when the saved tables change meaning
@@ -153,45 +151,21 @@ class ReplicaModel:
         self._block_token_ms = tables["block_token_ms"].tolist()
         self._attn_decode_ms = tables["attn_decode_ms"].tolist()
         self._attn_prefill_ms = tables["attn_prefill_ms"].tolist()
-        self._memo: dict[LookupKey, float] = {}
-
-    def batch_time(
-        self, prefills: Sequence[tuple[int, int]], num_decodes: int, decode_kv_tokens: int
-    ) -> float:
-        """Seconds for one iteration.
-
-        ``prefills``: (q_tokens, kv_tokens after this iteration) per prefilling request
-        (a fresh prefill has q == kv); ``num_decodes`` requests decode one token each, and
-        ``decode_kv_tokens`` is the sum of their KV tokens after this iteration.
-        Memoised on Vidur's lookup key, so a repeat costs a key computation and a dict hit.
-        """
-        key = lookup_key(prefills, num_decodes, decode_kv_tokens)
-        try:
-            return self._memo[key]
-        except KeyError:
-            seconds = self._memo[key] = self._evaluate(key)
-            return seconds
+        # batch_time(prefills, num_decodes, decode_kv_tokens): seconds for one iteration.
+        # ``prefills``: (q_tokens, kv_tokens after this iteration) per prefilling request (a
+        # fresh prefill has q == kv); ``num_decodes`` requests decode one token each, and
+        # ``decode_kv_tokens`` is the sum of their KV tokens after this iteration.
+        # decode_batch_time(num_decodes, decode_kv_tokens): the same for a decode-only one.
+        # Both are memoised on Vidur's lookup key (``_evaluate`` computes a new key) and are
+        # the memo's own bound methods, so the hot path runs no frame of this class.
+        memo = IterationMemo(self._evaluate)
+        self.batch_time = memo.batch_time
+        self.decode_batch_time = memo.decode_batch_time
 
     def overhead_time(self, num_requests: int) -> float:
         """Seconds of engine CPU work in an iteration of ``num_requests`` requests: the part of
         ``batch_time`` that ``overhead_base``/``overhead_per_request`` set, added exactly."""
         return self.overhead_base + self.overhead_per_request * num_requests
-
-    def decode_batch_time(self, num_decodes: int, decode_kv_tokens: int) -> float:
-        """``batch_time((), num_decodes, decode_kv_tokens)``: a decode-only iteration, its
-        lookup key built directly (most iterations are these)."""
-        key = (
-            -(-num_decodes // NUM_TOKENS_ROUNDING) * NUM_TOKENS_ROUNDING,
-            num_decodes,
-            -(-(decode_kv_tokens // num_decodes) // KV_GRANULARITY) * KV_GRANULARITY,
-            (),
-            num_decodes,
-        )
-        try:
-            return self._memo[key]
-        except KeyError:
-            seconds = self._memo[key] = self._evaluate(key)
-            return seconds
 
     def prefill_time(self, tokens: int) -> float:
         """Seconds to prefill one fresh sequence of ``tokens`` tokens on an idle instance."""

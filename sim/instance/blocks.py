@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable
 
+from sim.instance.errors import BlockLeakError
 from sim.instance.request import Request
-
-
-class BlockLeakError(AssertionError):
-    """The block ledger does not add up: a simulator bug, never a user error."""
 
 
 class BlockLedger:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from mypy_extensions import trait
+
 from sim.instance.request import Request, RequestState
+from sim.instance.state import LlumletState
 
 
-class MigrationEndpointMixin:
+@trait
+class MigrationEndpointMixin(LlumletState):
     """Mixed into ``Llumlet``; uses its running/suspended/joining sets, ledger and queue."""
 
     def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None:

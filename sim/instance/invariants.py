@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Collection
 
+from mypy_extensions import trait
+
 from sim.instance.request import Request
+from sim.instance.state import LlumletState
 
 
-class InvariantsMixin:
+@trait
+class InvariantsMixin(LlumletState):
     """Mixed into ``Llumlet``; reads its request sets and block ledger."""
 
     def holders(self) -> list[Request]:

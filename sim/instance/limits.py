@@ -14,6 +14,10 @@ class BatchTimer(Protocol):
     ) -> float: ...
 
 
+# a replica model that states no longest sequence (vLLM's max_model_len) sets no limit
+NO_SEQUENCE_LIMIT = 1 << 62
+
+
 @dataclass(frozen=True)
 class LlumletLimits:
     """Per-instance vLLM limits."""
@@ -24,7 +28,7 @@ class LlumletLimits:
     max_batch_size: int = 256
     watermark_blocks: int = 0
     tiers: int = 1
-    max_seq_len: int = 1 << 62  # the replica model's longest sequence (vLLM's max_model_len)
+    max_seq_len: int = NO_SEQUENCE_LIMIT  # the replica model's longest sequence (max_model_len)
 
 
 def blocks_for(tokens: int, block_size: int) -> int:

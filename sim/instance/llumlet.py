@@ -26,7 +26,7 @@ report in ``sim.instance.reporting``, the invariant checks in ``sim.instance.inv
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Callable, Optional, Sequence
+from typing import Callable, Collection, Optional, Sequence
 
 from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
@@ -250,10 +250,6 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
                 bucket.append(entry)
 
     # ------------------------------------------------------------------ running set
-    def progress(self, request: Request) -> int:
-        """Output tokens a running request has produced so far (lazy decode accounting)."""
-        return request.base_generated + (self.iteration - request.base_iteration)
-
     def _sync(self, request: Request) -> None:
         request.generated = self.progress(request)
 
@@ -295,7 +291,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
     def _preemption_victim(self) -> Request:
         """vLLM's choice: the latest arrival among the running requests (it keeps them in
         arrival order and preempts from the back), of the least critical tier if tiered."""
-        candidates = self.running
+        candidates: Collection[Request] = self.running
         if self.priority:
             lowest = max(t for t, count in enumerate(self.running_per_tier) if count)
             candidates = [r for r in self.running if r.tier == lowest]

@@ -6,15 +6,19 @@ artifact's load formulas) are in ``sim.instance.load``.
 
 from __future__ import annotations
 
+from mypy_extensions import trait
+
 from sim.instance.load import LoadReport
 from sim.instance.virtual_usage import headroom_usage
+from sim.instance.state import LlumletState
 
 # LoadReport's own __new__ is a generated Python function; building the tuple directly skips
 # that frame on the hottest path (one report per executed step). Fields in declaration order.
 _new_report = tuple.__new__
 
 
-class LoadReportingMixin:
+@trait
+class LoadReportingMixin(LlumletState):
     """Mixed into ``Llumlet``; reads the counters it keeps (ledger, queue, per-tier counts)."""
 
     def report(self) -> LoadReport:

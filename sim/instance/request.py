@@ -8,7 +8,10 @@ decode step processes one, and each iteration yields one more output token.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from sim.instance.migration import MigrationRecord
 
 
 class RequestState(StrEnum):
@@ -19,37 +22,41 @@ class RequestState(StrEnum):
     ABORTED = "aborted"
 
 
+# every attribute of a Request (its __slots__, and what a pickle carries)
+FIELDS = (
+    "id",
+    "tier",
+    "arrival",
+    "order",
+    "prompt_tokens",
+    "output_tokens",
+    "generated",
+    "state",
+    "instance",
+    "instances",
+    "first_admitted",
+    "first_token_time",
+    "finish_time",
+    "preemptions",
+    "preemption_loss",
+    "preempted_at",
+    "migrations",
+    "abort_reason",
+    "retries",
+    "migration",
+    "requeued",
+    # bookkeeping of the llumlet currently holding the request (lazy decode progress)
+    "epoch",
+    "base_iteration",
+    "base_generated",
+    "blocks",
+)
+
+
 class Request:
     """Mutable per-request state; the metrics table is built from these fields at the end."""
 
-    __slots__ = (
-        "id",
-        "tier",
-        "arrival",
-        "order",
-        "prompt_tokens",
-        "output_tokens",
-        "generated",
-        "state",
-        "instance",
-        "instances",
-        "first_admitted",
-        "first_token_time",
-        "finish_time",
-        "preemptions",
-        "preemption_loss",
-        "preempted_at",
-        "migrations",
-        "abort_reason",
-        "retries",
-        "migration",
-        "requeued",
-        # bookkeeping of the llumlet currently holding the request (lazy decode progress)
-        "epoch",
-        "base_iteration",
-        "base_generated",
-        "blocks",
-    )
+    __slots__ = FIELDS
 
     def __init__(
         self, rid: int, arrival: float, prompt_tokens: int, output_tokens: int, tier: int = 0
@@ -73,12 +80,17 @@ class Request:
         self.migrations = 0
         self.abort_reason: Optional[str] = None
         self.retries = 0
-        self.migration = None  # the in-flight migration moving this request, if any
+        self.migration: Optional[MigrationRecord] = None  # the in-flight migration moving it, if any
         self.requeued = False  # waiting again after a preemption (its queue counts it)
         self.epoch = 0
         self.base_iteration = 0
         self.base_generated = 0
         self.blocks = 0
+
+    def __reduce__(self) -> tuple:
+        """Pickled and copied field by field (compiled by ``sim.native``, a Request is a
+        native class, which has no default way)."""
+        return (_restored, (tuple(getattr(self, name) for name in FIELDS),))
 
     @property
     def seq_len(self) -> int:
@@ -117,3 +129,11 @@ class Request:
             f"prompt={self.prompt_tokens}, generated={self.generated}/{self.output_tokens}, "
             f"instance={self.instance})"
         )
+
+
+def _restored(values: tuple) -> Request:
+    """A pickled Request back (see ``Request.__reduce__``)."""
+    request = Request(0, 0.0, 0, 0)
+    for name, value in zip(FIELDS, values):
+        setattr(request, name, value)
+    return request

@@ -14,7 +14,7 @@ class WaitingQueue:
     """Queued requests: one FCFS lane, or one lane per tier served most critical first."""
 
     def __init__(self, lanes: int, tiers: int, block_size: int) -> None:
-        self._lanes = [deque() for _ in range(lanes)]
+        self._lanes: list[deque[Request]] = [deque() for _ in range(lanes)]
         self.count = 0  # requests queued (read directly on the hot path: no __len__ call)
         self._block_size = block_size
         self.demand_blocks = 0  # blocks the queued requests need to be admitted (ceil per request)

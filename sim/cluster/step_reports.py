@@ -1,0 +1,47 @@
+"""Where per-step load reports land (the artifact's cadence: one per executed step, the
+hottest call after the step itself, so it is part of the compiled engine, ``sim.native``).
+
+A report is stored in the scheduler's view at once; what it changes for dispatch (pending
+demand absorbed, the rule's cached load) is settled at the next dispatch
+(``GlobalScheduler._settle``), once however many reports an instance filed since. Reports
+are also counted over the whole cluster: every ``pairing_every`` × instances of them, a
+pairing round.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sized
+
+from sim.instance.load import LoadReport
+
+
+class StepReports:
+    """The delivery point of per-step reports (built by ``GlobalScheduler.step_reports``)."""
+
+    def __init__(
+        self,
+        reports: dict[int, LoadReport],
+        unsettled: set[int],
+        live: Sized,
+        pairing_every: int,
+        pairing_round: Optional[Callable[[], None]],
+    ) -> None:
+        self.reports = reports  # the scheduler view's latest report per instance
+        self.unsettled = unsettled  # instances that reported since the last dispatch
+        self.live = live  # the running instances (the pairing cadence scales with them)
+        self.pairing_every = pairing_every
+        self.pairing_round = pairing_round  # None: this scheduler never migrates
+        self.delivered = 0
+        self.paused = False  # the global scheduler is down: reports reach nobody
+
+    def deliver(self, report: LoadReport) -> None:
+        if self.paused:
+            return
+        instance_id: int = report[0]  # the instance id (a tuple index is C-level; the name is not)
+        self.reports[instance_id] = report
+        self.unsettled.add(instance_id)
+        pairing_round = self.pairing_round
+        if pairing_round is not None:
+            self.delivered += 1
+            if self.delivered % (self.pairing_every * len(self.live)) == 0:
+                pairing_round()
