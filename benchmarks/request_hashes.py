@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from sim import native
 from sim.config import load_config
 from sim.engine import simulate
 from sim.metrics import request_table
@@ -62,6 +63,7 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown run(s): {', '.join(unknown)}")
     expected = json.loads(args.check.read_text()) if args.check else {}
+    print(f"llumsim engine: {native.status()}")
     hashes, failed = {}, []
     for name in names:
         digest, wall = request_hash(*RUNS[name])

@@ -15,6 +15,9 @@
 (c) llumsim: 64 instances, 500 req/s, 100,000 requests (``--quick``: 20,000), ShareGPT
     lengths resampled with replacement.
 
+llumsim runs on whichever engine is installed (printed first): pure Python, or the compiled
+one (``llumsim native build``; ``LLUMSIM_PURE=1`` measures pure Python beside a build).
+
 Every run is a fresh process; its peak RSS is measured from outside (``os.wait4``), so
 runs do not pollute each other. The timed part is the event loop only: process start,
 imports, predictor load (a cold fit if the cache is empty), workload set-up and output
@@ -252,6 +255,7 @@ def main() -> int:
         return child_ours(args.child_ours, args.child_profile)
 
     from sim.config import load_config
+    from sim import native
     from sim.hardware.catalog import find_layout
     from sim.hardware.replica_model import cache_entry
     from sim.hardware.vidur_offline import prepare_vidur_offline
@@ -261,6 +265,8 @@ def main() -> int:
     n_small, n_large = (2_000, 20_000) if args.quick else (10_000, 100_000)
     print(f"$ {' '.join([os.path.relpath(sys.executable, ROOT), *sys.argv])}")
     print(f"{date.today()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    # every child process imports the same build (LLUMSIM_PURE=1 in the environment: pure Python)
+    print(f"llumsim engine: {native.status()}")
 
     config_a = base_config(n_small, 16, args.rate)
     config_a_llumnix = base_config(n_small, 16, args.rate, "llumnix")
@@ -354,7 +360,7 @@ def main() -> int:
         for label, run in rows:
             print(fmt_row(label, run))
         print()
-        print("issue-12 figures:")
+        print(f"issue-12 figures ({native.status()} engine):")
         for label, run in rows[:2]:
             print(f"  {label}: {run['loop_s'] / run['batches'] * 1e6:.1f} us per batch (target <= 4)")
         if vidur is not None:

@@ -23,6 +23,7 @@ COMMANDS = {
     "sweep": "sim.cli.sweep",
     "capacity": "sim.cli.capacity",
     "paper": "sim.cli.paper",
+    "native": "sim.cli.native",
 }
 
 

@@ -114,7 +114,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"fragmented memory {summary['fragmentation']['mean_fraction'] * 100:.2f}%",
         f"simulated {simulation['simulated_seconds']:.1f} s in {simulation['wall_seconds']:.2f} s of event loop "
         f"({simulation['simulated_seconds'] / max(simulation['wall_seconds'], 1e-9):.0f}x real time, "
-        f"{simulation['requests_per_wall_second']:.0f} requests/wall-s, {simulation['batches']} batches)",
+        f"{simulation['requests_per_wall_second']:.0f} requests/wall-s, {simulation['batches']} batches, "
+        f"{simulation.get('engine', 'pure Python')})",
     ]
     migration = summary["migration"]
     if migration["total"]:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim import native
 from sim.config import config_hash, to_dict
 from sim.engine.result import SimulationResult
 from sim.metrics.cost import cost_summary
@@ -198,6 +199,7 @@ def summarize(
             "wall_seconds": result.wall_seconds,
             "batches": result.batches,
             "requests_per_wall_second": len(requests) / max(result.wall_seconds, 1e-9),
+            "engine": native.status(),  # what the wall seconds were measured on
             "kv_capacity_blocks": result.capacity_blocks,
             "leaked_blocks": result.leaked_blocks,
         },

@@ -30,6 +30,7 @@ _SKIP = {
     "interrupted",
     "simulation.wall_seconds",
     "simulation.requests_per_wall_second",
+    "simulation.engine",
     "migration.migrating_fraction.per_instance",
 }
 _RENAME = {"scheduler": "scheduler.name"}

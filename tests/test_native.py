@@ -1,0 +1,117 @@
+"""The optional compiled engine (``sim.native``): a build out of date with its sources (or
+switched off) is never imported, and a build gives the same request tables as pure Python."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from sim import native
+from tests.sweep_support import REPO
+
+
+def fake_build(tmp_path, monkeypatch, sources):
+    manifest = tmp_path / "native.json"
+    manifest.write_text(json.dumps({"python": sys.implementation.cache_tag, "sources": sources}))
+    monkeypatch.setattr(native, "MANIFEST", manifest)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # undo what guard() inserts
+
+
+def first_spec(name):
+    """The spec the import system would use now for ``name`` (``importlib.util.find_spec``
+    answers from ``sys.modules`` for a module imported already)."""
+    parent = importlib.import_module(name.rpartition(".")[0])
+    for finder in sys.meta_path:
+        spec = finder.find_spec(name, parent.__path__)
+        if spec is not None:
+            return spec
+
+
+def current_sources():
+    return {m: native._digest(native.source_path(m)) for m in native.MODULES}
+
+
+def test_a_build_whose_sources_changed_runs_pure_python_and_says_so(tmp_path, monkeypatch, capsys):
+    sources = current_sources()
+    sources["sim.instance.llumlet"] = "0" * 64  # llumlet.py edited since the build
+    fake_build(tmp_path, monkeypatch, sources)
+    monkeypatch.delenv("LLUMSIM_PURE", raising=False)
+    assert native.stale_modules() == ["sim.instance.llumlet"]
+    assert native.status() == "pure Python (compiled engine out of date)"
+    native.guard()
+    assert "older than sim/instance/llumlet.py" in capsys.readouterr().err
+    assert isinstance(sys.meta_path[0], native._SourceFirst)  # ahead of the finders of .so files
+    # every compiled module, not only the stale one, now loads from its .py file
+    for module in native.MODULES:
+        spec = first_spec(module)
+        assert spec.origin == str(native.source_path(module)), module
+
+
+def test_an_up_to_date_build_is_imported_unless_switched_off(tmp_path, monkeypatch, capsys):
+    fake_build(tmp_path, monkeypatch, current_sources())
+    monkeypatch.delenv("LLUMSIM_PURE", raising=False)
+    assert native.status() == "compiled"
+    before = list(sys.meta_path)
+    native.guard()
+    assert sys.meta_path == before and capsys.readouterr().err == ""
+    monkeypatch.setenv("LLUMSIM_PURE", "1")
+    assert native.status() == "pure Python (LLUMSIM_PURE set)"
+    native.guard()
+    assert first_spec("sim.instance.llumlet").origin == str(native.source_path("sim.instance.llumlet"))
+
+
+def test_a_build_for_another_python_is_ignored(tmp_path, monkeypatch):
+    fake_build(tmp_path, monkeypatch, current_sources())
+    native.MANIFEST.write_text(json.dumps({"python": "cpython-27", "sources": current_sources()}))
+    assert native.status() == "pure Python"
+
+
+PICKLE_CHECK = """
+import copy, pickle
+from sim.instance.request import FIELDS, Request
+request = Request(3, 1.5, 100, 50, tier=2)
+request.generated, request.blocks, request.epoch, request.instances = 7, 9, 4, [5, 1]
+for twin in (pickle.loads(pickle.dumps(request)), copy.deepcopy(request)):
+    assert [getattr(twin, f) for f in FIELDS] == [getattr(request, f) for f in FIELDS]
+print("pickles")
+"""
+
+
+def test_a_request_pickles_and_copies_with_every_field():
+    """Results hold requests (sweeps, notebooks): every field survives, compiled or not
+    (the slow test below runs the same check on a compiled build)."""
+    namespace: dict = {}
+    exec(PICKLE_CHECK, namespace)
+
+
+@pytest.mark.slow
+def test_a_compiled_build_gives_byte_identical_request_tables(tmp_path):
+    """Builds in a copy of the package (the checkout is left alone) and checks the six
+    request tables of ``benchmarks/request_hashes.py`` against the recorded hashes."""
+    leave_out = shutil.ignore_patterns("*.so", "native.json", "__pycache__")
+    shutil.copytree(REPO / "sim", tmp_path / "sim", ignore=leave_out)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("LLUMSIM_PURE", None)
+    build = subprocess.run(
+        [sys.executable, "-c", "from sim import native; native.build(); print(native.status())"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,  # not the checkout's sim
+    )
+    assert build.returncode == 0 and build.stdout.strip() == "compiled", build.stderr[-2000:]
+    pickles = subprocess.run(
+        [sys.executable, "-c", PICKLE_CHECK + "from sim import native; print(native.status())"],
+        env=env, capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert pickles.stdout.split() == ["pickles", "compiled"], pickles.stderr[-2000:]
+    check = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "request_hashes.py"), "--check",
+         str(REPO / "benchmarks" / "request_hashes.json")],
+        env=env, capture_output=True, text=True, timeout=600, cwd=REPO,  # configs name traces/...
+    )
+    assert "llumsim engine: compiled" in check.stdout, check.stdout + check.stderr
+    assert check.returncode == 0, check.stdout + check.stderr
