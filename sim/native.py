@@ -73,10 +73,19 @@ def _built_files() -> list[Path]:
 
 
 def _built_here() -> bool:
-    """A build exists for this Python (another Python ignores its extension files anyway)."""
+    """A complete build exists for this Python (another Python ignores its extension files)."""
     if not MANIFEST.exists():
         return False
     return json.loads(MANIFEST.read_text()).get("python") == sys.implementation.cache_tag
+
+
+def _unrecorded_extensions() -> bool:
+    """Extension files this Python would import, with no build record for them: a build
+    that was interrupted (the record is written last) or made by hand."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    return not _built_here() and any(
+        source_path(m).with_name(source_path(m).stem + suffix).exists() for m in MODULES
+    )
 
 
 def stale_modules() -> list[str]:
@@ -87,6 +96,8 @@ def stale_modules() -> list[str]:
 
 def status() -> str:
     """Which engine this process runs: "compiled" or "pure Python" (and why)."""
+    if _unrecorded_extensions():
+        return "pure Python (compiled files without a complete build ignored)"
     if not _built_here():
         return "pure Python"
     if os.environ.get("LLUMSIM_PURE"):
@@ -114,6 +125,14 @@ class _SourceFirst:
 def guard() -> None:
     """Called as ``sim`` is imported, before any compiled module: load from source what
     must not run compiled."""
+    if _unrecorded_extensions():
+        sys.meta_path.insert(0, _SourceFirst(MODULES))
+        print(
+            "llumsim: compiled files without a complete build of the compiled engine: running "
+            "pure Python (`llumsim native build` builds it, `llumsim native clean` removes them)",
+            file=sys.stderr,
+        )
+        return
     if not _built_here():
         return
     if os.environ.get("LLUMSIM_PURE"):
@@ -149,7 +168,8 @@ def build() -> list[Path]:
         try:
             extensions = mypycify(
                 # the rest of the package is read for types, not checked or compiled
-                ["--ignore-missing-imports", "--follow-imports=silent", f"--cache-dir={temp}/mypy", *sources],
+                ["--ignore-missing-imports", "--follow-imports=silent", f"--cache-dir={temp}/mypy"]
+                + sources,
                 opt_level="3",
                 group_name=LIBRARY,
                 target_dir=str(Path(temp) / "c"),

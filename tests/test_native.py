@@ -4,6 +4,7 @@ switched off) is never imported, and a build gives the same request tables as pu
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import json
 import os
 import shutil
@@ -69,7 +70,21 @@ def test_an_up_to_date_build_is_imported_unless_switched_off(tmp_path, monkeypat
 def test_a_build_for_another_python_is_ignored(tmp_path, monkeypatch):
     fake_build(tmp_path, monkeypatch, current_sources())
     native.MANIFEST.write_text(json.dumps({"python": "cpython-27", "sources": current_sources()}))
-    assert native.status() == "pure Python"
+    assert native.status().startswith("pure Python")
+
+
+def test_compiled_files_without_a_build_record_are_not_imported(tmp_path, monkeypatch, capsys):
+    """A build interrupted before it wrote its record (written last) leaves extension files
+    that Python would import: they are bypassed like a stale build."""
+    monkeypatch.setattr(native, "MANIFEST", tmp_path / "native.json")  # no record
+    monkeypatch.setattr(native, "source_path", lambda module: tmp_path / f"{module}.py")
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (tmp_path / f"sim.instance.llumlet{suffix}").write_bytes(b"half-written")
+    assert native.status() == "pure Python (compiled files without a complete build ignored)"
+    native.guard()
+    assert isinstance(sys.meta_path[0], native._SourceFirst)
+    assert "without a complete build" in capsys.readouterr().err
 
 
 PICKLE_CHECK = """
