@@ -85,6 +85,7 @@ class Simulation(RunInspectionMixin):
             transfer = load_transfer(config, self.model)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
+        self.draining: set[int] = set()  # live instances draining (the tick checks only these)
         # per-step reports (the artifact's cadence) where something reads them
         self.step_reports = (
             self.scheduler.step_reports(self.live, config.scheduler.pairing_every, self._pairing_round)
@@ -165,17 +166,21 @@ class Simulation(RunInspectionMixin):
 
     def drain(self, instance_id: int) -> None:
         self.instances[instance_id].llumlet.draining = True
+        self.draining.add(instance_id)
         self.scheduler.remove_instance(instance_id)
 
     def undrain(self, instance_id: int) -> None:
         llumlet = self.instances[instance_id].llumlet
         llumlet.draining = False
+        self.draining.discard(instance_id)
         self.scheduler.add_instance(instance_id, llumlet.report())
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
         endpoint (a migration created this instant counts: it took both ends at once)."""
-        removed = []
+        removed: list[int] = []
+        if not self.draining:
+            return removed  # every tick asks; mostly nothing drains
         for runtime in list(self.live.values()):
             llumlet = runtime.llumlet
             if llumlet.draining and llumlet.is_empty and not self.migrations.is_endpoint(llumlet.id):
@@ -263,6 +268,7 @@ class Simulation(RunInspectionMixin):
         runtime = self.instances[instance_id]
         runtime.stopped_at = self.env.now
         del self.live[instance_id]
+        self.draining.discard(instance_id)
         self.scheduler.remove_instance(instance_id)
         runtime.loop.stop()
 
