@@ -8,10 +8,7 @@ decode step processes one, and each iteration yields one more output token.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Optional
-
-if TYPE_CHECKING:
-    from sim.instance.migration import MigrationRecord
+from typing import Optional, Protocol
 
 
 class RequestState(StrEnum):
@@ -20,6 +17,18 @@ class RequestState(StrEnum):
     SUSPENDED = "suspended"  # taken out of the batch for the last stage of a migration
     FINISHED = "finished"
     ABORTED = "aborted"
+
+
+class MigrationInFlight(Protocol):
+    """What a request and its llumlets use of the migration moving it
+    (``sim.instance.migration.MigrationRecord``, which imports this module)."""
+
+    source: int
+    destination: int
+
+    def rebuilt(self, now: float, prefill_started: float) -> None: ...
+
+    def rejoined(self, now: float) -> None: ...
 
 
 # every attribute of a Request (its __slots__, and what a pickle carries)
@@ -80,7 +89,7 @@ class Request:
         self.migrations = 0
         self.abort_reason: Optional[str] = None
         self.retries = 0
-        self.migration: Optional[MigrationRecord] = None  # the in-flight migration moving it, if any
+        self.migration: Optional[MigrationInFlight] = None  # the in-flight migration moving it, if any
         self.requeued = False  # waiting again after a preemption (its queue counts it)
         self.epoch = 0
         self.base_iteration = 0

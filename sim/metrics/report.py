@@ -76,6 +76,17 @@ def _fmt(value: float) -> str:
     return f"{value * 1000:.1f}ms"
 
 
+def _speed_line(simulation: dict[str, Any]) -> str:
+    """How fast the run went, and on which engine (runs stored before it was recorded ran
+    pure Python)."""
+    simulated, wall = simulation["simulated_seconds"], simulation["wall_seconds"]
+    return (
+        f"simulated {simulated:.1f} s in {wall:.2f} s of event loop ({simulated / max(wall, 1e-9):.0f}x "
+        f"real time, {simulation['requests_per_wall_second']:.0f} requests/wall-s, "
+        f"{simulation['batches']} batches, {simulation.get('engine', 'pure Python')})"
+    )
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """A compact text table of the summary for the terminal."""
     lines = [
@@ -112,10 +123,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"average instances {cost['average_instances']:.2f} ({cost['instance_seconds']:.0f} instance-s, "
         f"{cost['gpu_hours']:.2f} GPU-hours); "
         f"fragmented memory {summary['fragmentation']['mean_fraction'] * 100:.2f}%",
-        f"simulated {simulation['simulated_seconds']:.1f} s in {simulation['wall_seconds']:.2f} s of event loop "
-        f"({simulation['simulated_seconds'] / max(simulation['wall_seconds'], 1e-9):.0f}x real time, "
-        f"{simulation['requests_per_wall_second']:.0f} requests/wall-s, {simulation['batches']} batches, "
-        f"{simulation.get('engine', 'pure Python')})",
+        _speed_line(simulation),
     ]
     migration = summary["migration"]
     if migration["total"]:
