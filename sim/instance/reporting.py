@@ -9,8 +9,8 @@ from __future__ import annotations
 from mypy_extensions import trait
 
 from sim.instance.load import LoadReport
-from sim.instance.virtual_usage import headroom_usage
 from sim.instance.state import LlumletState
+from sim.instance.virtual_usage import headroom_usage
 
 # LoadReport's own __new__ is a generated Python function; building the tuple directly skips
 # that frame on the hottest path (one report per executed step). Fields in declaration order.
