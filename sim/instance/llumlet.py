@@ -33,6 +33,7 @@ from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpointMixin
 from sim.instance.invariants import InvariantsMixin
 from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
+from sim.instance.load import LoadReport
 from sim.instance.reporting import LoadReportingMixin
 from sim.instance.request import Request, RequestState
 from sim.instance.waiting import WaitingQueue
@@ -91,6 +92,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         self.copying = 0  # migration stages copying to or from this instance right now
         self.batch_started = 0.0
         self.preemptions = 0
+        self._last_report: Optional[LoadReport] = None
 
     # ------------------------------------------------------------------ request entry
     def enqueue(self, request: Request, front: bool = False) -> None:

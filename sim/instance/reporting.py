@@ -25,24 +25,42 @@ class LoadReportingMixin(LlumletState):
         """The instance-level load record sent to the global scheduler (raw counts; the
         signals computed from them are in ``sim.instance.load``). Built at every executed
         step with per-step reports (and at ticks, samples and migration checks), so it
-        reads counters the llumlet keeps, never walks a list."""
+        reads counters the llumlet keeps, never walks a list; and about every other step
+        nothing it reports has changed, so the last report is handed out again."""
         ledger = self.ledger
         waiting = self.waiting
         limits = self.limits
         allocated, reserved = ledger.allocated, ledger.reserved
-        if waiting.count:
-            head = waiting.head_demand_blocks()
-            head_blocked = ledger.capacity - allocated - reserved - head < limits.watermark_blocks
-        else:
-            head, head_blocked = 0, False
-        return _new_report(
+        running = len(self.running) + len(self.prefilling)  # vLLM's running list holds both
+        head = waiting.head_demand_blocks() if waiting.count else 0
+        last = self._last_report
+        if (
+            last is not None
+            and limits.tiers == 1  # then the tier fields are fixed: no top tier, no headroom
+            and not self.headroom_blocks
+            and last.used_blocks == allocated
+            and last.reserved_blocks == reserved
+            and last.num_running == running
+            and last.num_waiting == waiting.count
+            and last.waiting_demand_blocks == waiting.demand_blocks
+            and last.head_demand_blocks == head
+            and last.waiting_tokens == waiting.tokens
+            and last.num_preempted == waiting.preempted
+            and last.draining == self.draining
+            and last.migrating == self.migrating
+        ):
+            return last  # every field equal (the rest are the instance's constants)
+        head_blocked = (
+            waiting.count > 0 and ledger.capacity - allocated - reserved - head < limits.watermark_blocks
+        )
+        report = self._last_report = _new_report(
             LoadReport,
             (
                 self.id,
                 ledger.capacity,
                 allocated,
                 reserved,
-                len(self.running) + len(self.prefilling),  # vLLM's running list holds both
+                running,
                 waiting.count,
                 waiting.demand_blocks,
                 head,
@@ -59,6 +77,7 @@ class LoadReportingMixin(LlumletState):
                 self._top_tier() if limits.tiers > 1 else 0,
             ),
         )
+        return report
 
     def _top_tier(self) -> int:
         """The most critical tier among queued and running requests (the lowest tier, K − 1,

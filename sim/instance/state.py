@@ -5,12 +5,13 @@ that the optional compiled engine (``sim.native``) can build them: mypyc compile
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from mypy_extensions import trait
 
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import LlumletLimits
+from sim.instance.load import LoadReport
 from sim.instance.request import Request
 from sim.instance.waiting import WaitingQueue
 
@@ -35,6 +36,7 @@ class LlumletState:
     busy: bool
     draining: bool
     migrating: bool
+    _last_report: Optional[LoadReport]  # the latest report built (handed out again if unchanged)
 
     def enqueue(self, request: Request, front: bool = False) -> None:
         raise NotImplementedError  # Llumlet's
