@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -59,9 +59,10 @@ class DispatchRule(ABC):
     def observed(self, view: ClusterView, reports: Mapping[int, LoadReport]) -> None:
         """Reports arrived (``view`` already holds them)."""
 
-    def observed_one(self, view: ClusterView, instance_id: int) -> None:
-        """One dispatchable instance's report arrived (``view`` already holds it)."""
-        self.observed(view, {instance_id: view.reports[instance_id]})
+    def observed_since(self, view: ClusterView, instance_ids: Collection[int]) -> None:
+        """Per-step reports of these dispatchable instances arrived since the last dispatch
+        (``view`` holds the latest of each)."""
+        self.observed(view, {i: view.reports[i] for i in instance_ids})
 
     def dispatched(self, view: ClusterView, target: int) -> None:
         """A request was dispatched to ``target`` (its demand is in ``view.pending``)."""
@@ -116,8 +117,8 @@ class _Ranked(DispatchRule):
         pending = view.pending
         self.stale.update(i for i in reports if i in pending)
 
-    def observed_one(self, view: ClusterView, instance_id: int) -> None:
-        self.stale.add(instance_id)
+    def observed_since(self, view: ClusterView, instance_ids: Collection[int]) -> None:
+        self.stale.update(instance_ids)
 
     def dispatched(self, view: ClusterView, target: int) -> None:
         self.stale.add(target)
@@ -158,11 +159,10 @@ class _RoundRobinUntilReported(_Ranked):
         self._unreported.difference_update(reports)
         super().observed(view, reports)
 
-    def observed_one(self, view: ClusterView, instance_id: int) -> None:
-        # once per executed step: _Ranked.observed_one written out, not called
+    def observed_since(self, view: ClusterView, instance_ids: Collection[int]) -> None:
         if self._unreported:
-            self._unreported.discard(instance_id)
-        self.stale.add(instance_id)
+            self._unreported.difference_update(instance_ids)
+        self.stale.update(instance_ids)
 
     def removed(self, instance_id: int) -> None:
         self._unreported.discard(instance_id)

@@ -162,12 +162,11 @@ class GlobalScheduler:
 
     def _settle(self) -> None:
         """Apply the per-step reports stored since the last dispatch as ``observe`` would."""
-        view, rule = self.view, self.dispatch_rule
-        pending = view.pending
-        for instance_id in self._unsettled:
-            if instance_id in pending:  # it takes dispatches
-                pending[instance_id] = 0
-                rule.observed_one(view, instance_id)
+        pending = self.view.pending
+        reported = [i for i in self._unsettled if i in pending]  # those taking dispatches
+        for instance_id in reported:
+            pending[instance_id] = 0
+        self.dispatch_rule.observed_since(self.view, reported)
         self._unsettled.clear()
 
     def dispatch(self, request: DispatchInfo) -> int:
