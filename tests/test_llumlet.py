@@ -131,6 +131,19 @@ def test_a_load_report_fills_every_field_it_declares():
     assert report == LoadReport(*report)
 
 
+def test_an_unchanged_report_is_handed_out_again_and_a_change_builds_a_new_one():
+    llumlet, _ = make_llumlet()
+    llumlet.enqueue(Request(0, 0.0, prompt_tokens=20, output_tokens=40))
+    step(llumlet)  # prefilled: 2 blocks; the next block is due at token 32
+    first = llumlet.report()
+    step(llumlet)  # a decode step: token 22, nothing the report carries changed
+    assert llumlet.report() is first
+    llumlet.enqueue(Request(1, 0.0, prompt_tokens=16, output_tokens=4))
+    queued = llumlet.report()
+    assert queued is not first and queued.num_waiting == 1 and queued.head_demand_blocks == 1
+    llumlet.check_report()  # what is handed out equals a report built afresh
+
+
 def test_a_sequence_longer_than_the_model_supports_is_aborted_not_run():
     llumlet, done = make_llumlet(capacity=100, max_seq_len=100)
     too_long_prompt = Request(0, 0.0, prompt_tokens=120, output_tokens=5)

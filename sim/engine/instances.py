@@ -90,6 +90,7 @@ class StepLoop:
             self.log.batches += 1
             if self._check:
                 llumlet.check()
+                llumlet.check_report()
             report, step_reports = self._report, self._step_reports
             if report is not None and step_reports is not None:  # a report exists only with both
                 self._report = None

@@ -79,6 +79,14 @@ class LoadReportingMixin(LlumletState):
         )
         return report
 
+    def check_report(self) -> None:
+        """Raise if the report handed out now is not what a report built afresh would be
+        (the reuse of an unchanged report; ``Simulation(check_every_step=True)`` asks)."""
+        handed = self.report()
+        self._last_report = None
+        fresh = self.report()
+        assert handed == fresh, f"instance {self.id} reused {handed}, but its state reports {fresh}"
+
     def _top_tier(self) -> int:
         """The most critical tier among queued and running requests (the lowest tier, K − 1,
         when there are none): what a load-target priority reservation depends on."""
