@@ -13,6 +13,7 @@ import pytest
 from sim.hardware import known_models, load_replica_model
 from sim.hardware import replica_model as replica_module
 from sim.hardware.catalog import find_layout
+from sim.hardware.iteration_memo import DECODE_COUNT_SPAN
 from sim.hardware.replica_model import VIDUR_SUBDIR, cache_entry, content_hash
 from tests.hardware_support import fitted_cache, replica
 
@@ -92,6 +93,8 @@ def test_the_decode_fast_path_equals_batch_time(model):
         assert fast == m.batch_time((), n, kv)
     fresh = replica(model)  # a cold memo: the fast path fills it with Vidur's key
     assert fresh.decode_batch_time(17, 17 * 700) == m.batch_time((), 17, 17 * 700)
+    with pytest.raises(ValueError, match="decodes in one batch"):  # would not pack into one int
+        fresh.decode_batch_time(DECODE_COUNT_SPAN, DECODE_COUNT_SPAN * 700)
 
 
 def test_batch_time_is_memoised_on_the_lookup_key():
