@@ -121,8 +121,9 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
                 return None
             # a decode step (written out here: it is most steps): blocks due now, then the batch
             step = self.iteration + 1
-            due = self._block_due.pop(step, None)
-            if due:
+            due = self._block_due.get(step)
+            if due is not None:
+                del self._block_due[step]
                 if len(due) <= self.ledger.free:
                     self._grow(due, step)  # nobody can be preempted: order does not matter
                 else:
@@ -135,8 +136,8 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
             return batch
 
     def iteration_time(self, batch: Batch) -> float:
-        self.batch_started = self.clock()
         if batch.is_prefill:
+            self.batch_started = self.clock()  # a migrated request's rebuild reads it
             seconds = self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
         else:
             seconds = self._decode_time(batch.num_decodes, batch.kv_tokens)
@@ -146,8 +147,8 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
 
     def complete(self, batch: Batch) -> None:
         """Apply the effects of a finished iteration: tokens generated, requests finished."""
-        now = self.clock()
         if batch.is_prefill:
+            now = self.clock()
             self.prefilling = []
             for request in batch.requests:
                 request.generated += 1
@@ -166,8 +167,11 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
             return
         self.iteration += 1
         self.seq_sum += batch.num_decodes
-        due = self._finish_due.pop(self.iteration, None)
-        if due:
+        # dict.get and del are C calls in the compiled engine, dict.pop a method lookup
+        due = self._finish_due.get(self.iteration)
+        if due is not None:
+            del self._finish_due[self.iteration]
+            now = self.clock()
             for request, epoch in due:
                 if request.epoch == epoch:
                     self._finish(request, now, joined=True)
@@ -206,7 +210,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         self.prefilling = admitted
         return Batch(admitted, tokens)
 
-    def _grow_or_preempt(self, due: list, step: int) -> None:
+    def _grow_or_preempt(self, due: list[tuple[Request, int]], step: int) -> None:
         """Too few free blocks for everyone due: vLLM walks its running requests in arrival
         order (most critical tier first, if tiered), giving each its next block or
         preempting from the back."""
@@ -229,7 +233,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
                 self.ledger.allocate(request, 1)
                 self._calendar(self._block_due, step + self.limits.block_size, request)
 
-    def _grow(self, due: list, step: int) -> None:
+    def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
         """Give each request due at ``step`` its next block (there are enough free), and
         put its next one on the calendar: the hot path of a decode step, written out."""
         ledger = self.ledger
@@ -282,7 +286,7 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
         self.seq_sum -= request.seq_len
         request.epoch += 1  # invalidates its calendar entries
 
-    def _calendar(self, calendar: dict, step: int, request: Request) -> None:
+    def _calendar(self, calendar: dict[int, list[tuple[Request, int]]], step: int, request: Request) -> None:
         entry = (request, request.epoch)
         bucket = calendar.get(step)
         if bucket is None:
