@@ -1,7 +1,7 @@
 """The optional compiled engine: the instance layer built with mypyc.
 
-The modules in ``MODULES`` — the llumlet, its queue, block ledger, requests and step loop,
-where most of an event loop's time goes — are compiled by mypyc (the compiler mypy ships)
+The modules in ``MODULES`` — the llumlet, its queue, block ledger, requests, step loop and
+the load signals read from its reports, where most of an event loop's time goes — are compiled by mypyc (the compiler mypy ships)
 into C extensions placed next to their sources, which Python then imports instead. Same
 source, so the same results: the request tables stay byte-identical
 (``benchmarks/request_hashes.py --check``). What it buys is in ``benchmarks/README.md``.
@@ -42,6 +42,7 @@ MODULES = (
     "sim.instance.endpoint",
     "sim.instance.invariants",
     "sim.instance.limits",
+    "sim.instance.load",
     "sim.instance.llumlet",
     "sim.instance.reporting",
     "sim.instance.request",

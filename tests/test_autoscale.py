@@ -96,8 +96,10 @@ def test_a_scaled_out_instance_gets_dispatches_and_migrations_before_older_ones_
 
 
 def _report(freeness_normal: float, instance_id: int = 0, running: int = 1) -> LoadReport:
-    """A report whose F_normal is ``freeness_normal`` (851 blocks, ``running`` requests)."""
-    used = 851 - freeness_normal * running
+    """A report whose F_normal is ``freeness_normal`` (851 blocks, ``running`` requests;
+    whole blocks, so ``freeness_normal * running`` must be whole)."""
+    used = 851 - round(freeness_normal * running)
+    assert (851 - used) / running == freeness_normal
     return LoadReport(instance_id, 851, used, 0, running, 0, 0, 0)
 
 

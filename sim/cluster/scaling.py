@@ -165,8 +165,8 @@ def cluster_as_one_instance(reports: Iterable[LoadReport], without: Optional[int
     override is not summed), queued blocks are Σ tokens / block size, and the newest instance
     (``without``, for the scale-in check) keeps its requests but loses its capacity. The
     artifact's load formulas (``sim.instance.load``) apply to it as to one instance."""
-    free = capacity = watermark = waiting_blocks = 0.0
-    running = waiting = 0
+    free = capacity = watermark = running = waiting = 0
+    waiting_blocks = 0.0
     for report in reports:
         newest = report.instance_id == without
         free += report.free_blocks - report.capacity_blocks if newest else report.free_blocks
@@ -190,7 +190,7 @@ def cluster_as_one_instance(reports: Iterable[LoadReport], without: Optional[int
     )
 
 
-def with_empty_blocks(total: LoadReport, blocks: float) -> LoadReport:
+def with_empty_blocks(total: LoadReport, blocks: int) -> LoadReport:
     """``total`` with ``blocks`` more free blocks (empty instances added)."""
     return total._replace(capacity_blocks=total.capacity_blocks + blocks)
 

@@ -36,7 +36,9 @@ class LoadReport(NamedTuple):
     migrating: bool = False  # a migration touching this instance is in flight
     watermark_blocks: int = 0  # free blocks admission (and an inbound migration) must leave
     block_size: int = 16
-    waiting_tokens: int = 0  # prompt + generated tokens of every queued request
+    # prompt + generated tokens of every queued request (a float in the cluster summed as
+    # one instance: its queued blocks, summed as the artifact does, over a block size of 1)
+    waiting_tokens: float = 0
     num_preempted: int = 0  # queued again after a preemption, not yet re-admitted
     top_tier: int = 0  # most critical tier among queued and running requests (K − 1 if none)
 
@@ -51,7 +53,7 @@ def freeness_full(report: LoadReport, reservation: float | None = None) -> float
     head-of-line demand; −inf while draining."""
     if report.draining:
         return -math.inf
-    usage = report.used_blocks + report.reserved_blocks + report.head_demand_blocks
+    usage = float(report.used_blocks + report.reserved_blocks + report.head_demand_blocks)
     if reservation is None:
         reservation = report.headroom_blocks
     if reservation:
