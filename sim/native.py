@@ -31,8 +31,8 @@ MANIFEST = PACKAGE_DIR / "native.json"
 LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/native_runtime__mypyc*.so
 
 # the hot path of a decode step and what it touches; they compile together (mypyc calls
-# across them directly, as C). Modules whose callers pass looser types than their
-# annotations (the load formulas, the scheduler) stay interpreted: compiled code enforces them.
+# across them directly, as C). Compiled code enforces annotations (an int field holding a
+# float raises): a module joins only once its callers pass what it declares.
 MODULES = (
     "sim.cluster.step_reports",
     "sim.engine.instances",
@@ -65,12 +65,24 @@ def _digest(path: Path) -> str:
 
 
 def _built_files() -> list[Path]:
-    """Every extension file a build leaves in the package (for this and any other Python)."""
-    files = list(PACKAGE_DIR.glob(f"{LIBRARY.rsplit('.', 1)[1]}__mypyc*.so"))
-    for module in MODULES:
-        source = source_path(module)
-        files += source.parent.glob(f"{source.stem}.*.so")
-    return files
+    """Every extension file in the package, for this and any other Python: the package ships
+    none of its own, so each is a build's — of this version or of another (a branch that
+    compiled other modules)."""
+    return sorted(p for p in PACKAGE_DIR.rglob("*") if p.suffix in (".so", ".pyd"))
+
+
+def stray_modules() -> list[str]:
+    """Modules with an extension file for this Python that this version does not compile:
+    left by a build of another version. Python would import one, and it would fail to
+    find its code in this build's runtime library."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    found = []
+    for path in PACKAGE_DIR.rglob(f"*{suffix}"):
+        parts = path.relative_to(PACKAGE_DIR.parent).parts
+        module = ".".join(parts[:-1] + (path.name[: -len(suffix)],))
+        if module not in MODULES and not module.startswith(LIBRARY):
+            found.append(module)
+    return sorted(found)
 
 
 def _built_here() -> bool:
@@ -126,6 +138,15 @@ class _SourceFirst:
 def guard() -> None:
     """Called as ``sim`` is imported, before any compiled module: load from source what
     must not run compiled."""
+    stray = stray_modules()
+    if stray:
+        sys.meta_path.insert(0, _SourceFirst(stray))
+        print(
+            f"llumsim: ignoring compiled files of modules this version does not compile "
+            f"({', '.join(stray)}): left by another version's build (`llumsim native build` "
+            "or `llumsim native clean` removes them)",
+            file=sys.stderr,
+        )
     if _unrecorded_extensions():
         sys.meta_path.insert(0, _SourceFirst(MODULES))
         print(

@@ -87,6 +87,27 @@ def test_compiled_files_without_a_build_record_are_not_imported(tmp_path, monkey
     assert "without a complete build" in capsys.readouterr().err
 
 
+def test_compiled_files_of_modules_this_version_does_not_compile_are_ignored(tmp_path, monkeypatch, capsys):
+    """A build of another version (a branch compiling more modules) leaves extension files
+    this build's runtime library has no code for: they load from source, and a clean
+    removes them with the rest."""
+    package = tmp_path / "sim"
+    monkeypatch.setattr(native, "PACKAGE_DIR", package)
+    monkeypatch.setattr(native, "MANIFEST", package / "native.json")  # no build of this version
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (package / "engine").mkdir(parents=True)
+    stray = package / "engine" / f"watchdog{suffix}"
+    stray.write_bytes(b"another version's")
+    (package / f"native_runtime__mypyc{suffix}").write_bytes(b"the runtime library")
+    assert native.stray_modules() == ["sim.engine.watchdog"]
+    native.guard()
+    assert sys.meta_path[0].modules == {"sim.engine.watchdog"}
+    assert "(sim.engine.watchdog): left by another version's build" in capsys.readouterr().err
+    native.clean()
+    assert not stray.exists() and list(package.rglob("*.so")) == []
+
+
 PICKLE_CHECK = """
 import copy, pickle
 from sim.instance.request import FIELDS, Request
