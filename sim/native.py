@@ -34,7 +34,10 @@ LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/nati
 # across them directly, as C). Compiled code enforces annotations (an int field holding a
 # float raises): a module joins only once its callers pass what it declares.
 MODULES = (
+    "sim.cluster.dispatch",
+    "sim.cluster.priority",
     "sim.cluster.step_reports",
+    "sim.cluster.view",
     "sim.engine.instances",
     "sim.hardware.iteration_memo",
     "sim.instance.batch",

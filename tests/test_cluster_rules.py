@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.cluster import DISPATCH_RULES, DispatchRule, GlobalScheduler
-from sim.cluster.dispatch import DispatchInfo
+from sim.cluster.dispatch import ArtifactLoad, DispatchInfo
 from sim.config import ConfigError, SchedulerConfig
 from sim.engine import Simulation
 from sim.instance.load import LoadReport
@@ -36,6 +36,29 @@ def test_a_toy_dispatch_rule_is_one_class_and_one_registration():
         make_workload([0.1 * i for i in range(12)], [64] * 12, [8] * 12),
     ).run()
     assert {r.instances[0] for r in spread.requests} == {0, 1, 2}
+
+
+@DISPATCH_RULES.register("test-load-lowest-id")
+class LoadPreferringLowestId(ArtifactLoad):
+    """A shipped rule, changed by a subclass: the artifact's load, ties to the lowest id."""
+
+    prefer_highest_id = False
+
+
+def test_a_shipped_rule_can_be_subclassed_and_its_override_is_used():
+    """Shipped rules are compiled with the compiled engine; a plain-Python subclass still
+    overrides them (every instance idle: the artifact breaks the tie to the highest id)."""
+    runs = {}
+    for dispatch in ("load", "test-load-lowest-id"):
+        config = make_config(
+            cluster={"instances": 3, "kv_capacity_blocks": 400},
+            scheduler={"name": "infaas++", "dispatch": dispatch},
+        )
+        workload = make_workload([float(i) for i in range(6)], [64] * 6, [4] * 6)  # one at a time
+        runs[dispatch] = Simulation(config, LinearTimer(capacity_blocks=400), workload).run()
+    # the first three go round-robin (nobody reported yet), then every instance is idle
+    assert [r.instances[0] for r in runs["load"].requests][3:] == [2, 2, 2]
+    assert [r.instances[0] for r in runs["test-load-lowest-id"].requests][3:] == [0, 0, 0]
 
 
 def test_parts_override_the_preset_and_unknown_names_are_config_errors():

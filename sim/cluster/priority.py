@@ -18,12 +18,18 @@ subtracts from an instance's available memory.
 The mode also says how the llumlet orders its own queue by default: ``load-target`` keeps
 vLLM's FCFS (the artifact's high-priority insertion is a no-op in effect, see README),
 ``headroom`` serves and preempts by tier.
+
+Part of the compiled engine (``sim.native``): each rule is registered by a call after its
+class (a class decorator would make mypyc build the class as a plain Python one), and every
+class admits interpreted subclasses, so a new rule subclasses any of them with either engine.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import ClassVar, Optional, Sequence
+
+from mypy_extensions import mypyc_attr
 
 from sim.config import SchedulerConfig
 from sim.config.registry import Registry
@@ -32,11 +38,12 @@ from sim.instance.load import LoadReport
 PAPER_LOAD_TARGET_TOKENS = 1600  # Llumnix §4.4.2 / instance_info.py: the high-priority target
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PriorityMode:
     """No priorities: nothing is reserved (the base class is the ``none`` mode)."""
 
-    local_order = "fcfs"  # the llumlet's own queue and preemption order by default
-    tier_dependent = False  # the dispatch reservation depends on the request's tier
+    local_order: ClassVar[str] = "fcfs"  # the llumlet's own queue and preemption order by default
+    tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -62,15 +69,16 @@ PRIORITY_MODES: Registry[type[PriorityMode]] = Registry("priority", "scheduler.p
 PRIORITY_MODES.register("none")(PriorityMode)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Prioritised(PriorityMode):
     @property
     def normal_tier(self) -> int:
         return self.tiers - 1
 
 
-@PRIORITY_MODES.register("headroom")
+@mypyc_attr(allow_interpreted_subclasses=True)
 class HeadroomMode(_Prioritised):
-    local_order = "tier"
+    local_order: ClassVar[str] = "tier"
 
     def dispatch_reservation(self, report: LoadReport, tier: int) -> float:
         return report.headroom_blocks
@@ -82,9 +90,12 @@ class HeadroomMode(_Prioritised):
         return True
 
 
-@PRIORITY_MODES.register("load-target")
+PRIORITY_MODES.register("headroom")(HeadroomMode)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LoadTargetMode(_Prioritised):
-    tier_dependent = True
+    tier_dependent: ClassVar[bool] = True
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         super().__init__(config, tiers)
@@ -120,3 +131,6 @@ class LoadTargetMode(_Prioritised):
         if report.top_tier >= self.tiers - 1:
             return 0.0  # led by the least critical tier, which has no target (every pairing)
         return self.reserved_blocks(report, report.top_tier)
+
+
+PRIORITY_MODES.register("load-target")(LoadTargetMode)
