@@ -35,6 +35,7 @@ LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/nati
 # float raises): a module joins only once its callers pass what it declares.
 MODULES = (
     "sim.cluster.dispatch",
+    "sim.cluster.pairing",
     "sim.cluster.priority",
     "sim.cluster.step_reports",
     "sim.cluster.view",
