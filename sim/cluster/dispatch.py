@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Collection, Mapping, Sequence
+from typing import ClassVar, Collection, Final, Mapping, Sequence
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -34,7 +34,7 @@ from sim.instance.load import LoadReport, artifact_dispatch_load, block_load, di
 
 # dispatch_load: a high-priority request keeps the normal choice unless some instance's
 # priority load is below this (``minn_load = 10000``)
-ARTIFACT_PRIORITY_LOAD_CEILING = 10000.0
+ARTIFACT_PRIORITY_LOAD_CEILING: Final = 10000.0
 
 
 @dataclass(frozen=True, slots=True)

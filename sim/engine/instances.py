@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Final, Optional
 
 import simpy
 
@@ -12,6 +12,11 @@ from sim.engine.result import BatchRecord
 from sim.instance.batch import Batch
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
+
+# simpy's event priorities, held in C statics by the compiled engine (a module attribute
+# lookup per batch otherwise)
+NORMAL: Final = simpy.events.NORMAL
+URGENT: Final = simpy.events.URGENT
 
 
 @dataclass
@@ -70,7 +75,7 @@ class StepLoop:
         start.callbacks.append(self._step)
         start._ok = True
         start._value = None
-        env.schedule(start, simpy.events.URGENT)
+        env.schedule(start, URGENT)
         self._pending = start
 
     def stop(self) -> None:
@@ -118,4 +123,4 @@ class StepLoop:
         self._batch = batch
         batch_end = self._pending = self._batch_end
         batch_end.callbacks = self._batch_end_callbacks
-        env.schedule(batch_end, simpy.events.NORMAL, duration)
+        env.schedule(batch_end, NORMAL, duration)

@@ -4,13 +4,13 @@ per executed step, a repeat costs a key and a dict hit), part of the compiled en
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Final, Sequence
 
 from sim.hardware.timing import KV_GRANULARITY, NUM_TOKENS_ROUNDING, LookupKey, lookup_key
 
 
 # decode counts packed below this (batch caps are hundreds; a larger count raises)
-DECODE_COUNT_SPAN = 1 << 20
+DECODE_COUNT_SPAN: Final = 1_048_576  # 2**20
 
 
 class IterationMemo:

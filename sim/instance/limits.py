@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Final, Protocol, Sequence
 
 
 class BatchTimer(Protocol):
@@ -15,7 +15,7 @@ class BatchTimer(Protocol):
 
 
 # a replica model that states no longest sequence (vLLM's max_model_len) sets no limit
-NO_SEQUENCE_LIMIT = 1 << 62
+NO_SEQUENCE_LIMIT: Final = 1 << 62
 
 
 @dataclass(frozen=True)

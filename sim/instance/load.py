@@ -15,7 +15,7 @@ reserved for inbound migrations count as used.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 
 # A NamedTuple rather than a frozen dataclass: just as immutable and built by keyword, but
@@ -83,7 +83,7 @@ def dispatch_freeness(
 # tokens / block size, and a draining instance reports one running request and −1000
 # available blocks (a large finite load). −inf: nothing running or queued.
 
-DRAINING_AVAILABLE_BLOCKS = -1000  # llm_engine.py step_async: the drain's report override
+DRAINING_AVAILABLE_BLOCKS: Final = -1000  # llm_engine.py step_async: the drain's report override
 
 
 def waiting_blocks(report: LoadReport) -> float:

@@ -6,6 +6,8 @@ artifact's load formulas) are in ``sim.instance.load``.
 
 from __future__ import annotations
 
+from typing import Final
+
 from mypy_extensions import trait
 
 from sim.instance.load import LoadReport
@@ -14,7 +16,7 @@ from sim.instance.virtual_usage import headroom_usage
 
 # LoadReport's own __new__ is a generated Python function; building the tuple directly skips
 # that frame on the hottest path (one report per executed step). Fields in declaration order.
-_new_report = tuple.__new__
+_new_report: Final = tuple.__new__
 
 
 @trait
