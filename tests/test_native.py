@@ -151,3 +151,29 @@ def test_a_compiled_build_gives_byte_identical_request_tables(tmp_path):
     )
     assert "llumsim engine: compiled" in check.stdout, check.stdout + check.stderr
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_native_profile_charges_a_sample_to_its_innermost_compiled_function():
+    """benchmarks/native_profile.py: a sample counts for the first compiled function from
+    the leaf up (with the library code it called), or as interpreted when none is there."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import native_profile
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    script = (
+        "\n"  # perf script leads with a blank line
+        "\t7f01 insertdict\n\t7f02 CPyDef_step_reports___StepReports___deliver\n"
+        "\t7f03 CPyDef_instances___StepLoop____step\n\t7f04 _PyEval_EvalFrameDefault\n"
+        "\n"
+        "\t7f05 siftup\n\t7f06 _PyEval_EvalFrameDefault\n"
+        "\n"
+        "\t7f07 CPyDef_instances___StepLoop____step\n\t7f08 _PyEval_EvalFrameDefault\n"
+    )
+    shares, total = native_profile.attribute(script)
+    assert total == 3
+    assert shares == {
+        "step_reports.StepReports.deliver": 1,
+        native_profile.INTERPRETED: 1,
+        "instances.StepLoop._step": 1,
+    }
