@@ -19,9 +19,8 @@ The mode also says how the llumlet orders its own queue by default: ``load-targe
 vLLM's FCFS (the artifact's high-priority insertion is a no-op in effect, see README),
 ``headroom`` serves and preempts by tier.
 
-Part of the compiled engine (``sim.native``): each rule is registered by a call after its
-class (a class decorator would make mypyc build the class as a plain Python one), and every
-class admits interpreted subclasses, so a new rule subclasses any of them with either engine.
+Compiled with the dispatch rules (``sim.native``), and for the same reasons registered by a
+call after each class, open to interpreted subclasses, with ClassVar switches.
 """
 
 from __future__ import annotations
