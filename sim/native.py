@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MANIFEST = PACKAGE_DIR / "native.json"
+WARNED = "LLUMSIM_NATIVE_WARNED"  # the last warning said, for child processes
 LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/native_runtime__mypyc*.so
 
 # the hot path of a decode step and what it touches; they compile together (mypyc calls
@@ -145,18 +146,16 @@ def guard() -> None:
     stray = stray_modules()
     if stray:
         sys.meta_path.insert(0, _SourceFirst(stray))
-        print(
+        _warn(
             f"llumsim: ignoring compiled files of modules this version does not compile "
             f"({', '.join(stray)}): left by another version's build (`llumsim native build` "
-            "or `llumsim native clean` removes them)",
-            file=sys.stderr,
+            "or `llumsim native clean` removes them)"
         )
     if _unrecorded_extensions():
         sys.meta_path.insert(0, _SourceFirst(MODULES))
-        print(
+        _warn(
             "llumsim: compiled files without a complete build of the compiled engine: running "
-            "pure Python (`llumsim native build` builds it, `llumsim native clean` removes them)",
-            file=sys.stderr,
+            "pure Python (`llumsim native build` builds it, `llumsim native clean` removes them)"
         )
         return
     if not _built_here():
@@ -169,12 +168,20 @@ def guard() -> None:
         # a stale module's compiled callers would call into the old code: all go to source
         sys.meta_path.insert(0, _SourceFirst(MODULES))
         changed = source_path(stale[0]).relative_to(PACKAGE_DIR.parent)
-        print(
+        _warn(
             f"llumsim: the compiled engine is older than {changed}"
             f"{f' and {len(stale) - 1} more' if len(stale) > 1 else ''}: running pure Python "
-            "(`llumsim native build` rebuilds it, `llumsim native clean` removes it)",
-            file=sys.stderr,
+            "(`llumsim native build` rebuilds it, `llumsim native clean` removes it)"
         )
+
+
+def _warn(message: str) -> None:
+    """Say ``message`` on stderr unless a parent process said it already: a sweep's worker
+    processes inherit the environment, so a stale build is reported once, not per worker."""
+    if os.environ.get(WARNED) == message:
+        return
+    os.environ[WARNED] = message
+    print(message, file=sys.stderr)
 
 
 def build() -> list[Path]:

@@ -22,6 +22,7 @@ def fake_build(tmp_path, monkeypatch, sources):
     manifest.write_text(json.dumps({"python": sys.implementation.cache_tag, "sources": sources}))
     monkeypatch.setattr(native, "MANIFEST", manifest)
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # undo what guard() inserts
+    monkeypatch.setenv(native.WARNED, "")  # nothing said yet; undone after the test
 
 
 def first_spec(name):
@@ -48,6 +49,8 @@ def test_a_build_whose_sources_changed_runs_pure_python_and_says_so(tmp_path, mo
     native.guard()
     assert "older than sim/instance/llumlet.py" in capsys.readouterr().err
     assert isinstance(sys.meta_path[0], native._SourceFirst)  # ahead of the finders of .so files
+    native.guard()  # a child process (a sweep's worker) inherits the environment: not again
+    assert capsys.readouterr().err == ""
     # every compiled module, not only the stale one, now loads from its .py file
     for module in native.MODULES:
         spec = first_spec(module)
@@ -79,6 +82,7 @@ def test_compiled_files_without_a_build_record_are_not_imported(tmp_path, monkey
     monkeypatch.setattr(native, "MANIFEST", tmp_path / "native.json")  # no record
     monkeypatch.setattr(native, "source_path", lambda module: tmp_path / f"{module}.py")
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setenv(native.WARNED, "")
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     (tmp_path / f"sim.instance.llumlet{suffix}").write_bytes(b"half-written")
     assert native.status() == "pure Python (compiled files without a complete build ignored)"
@@ -95,6 +99,7 @@ def test_compiled_files_of_modules_this_version_does_not_compile_are_ignored(tmp
     monkeypatch.setattr(native, "PACKAGE_DIR", package)
     monkeypatch.setattr(native, "MANIFEST", package / "native.json")  # no build of this version
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setenv(native.WARNED, "")
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     (package / "engine").mkdir(parents=True)
     stray = package / "engine" / f"watchdog{suffix}"
