@@ -1,7 +1,8 @@
-"""The optional compiled engine: the instance layer built with mypyc.
+"""The optional compiled engine: the instance layer and the scheduler's rules built with mypyc.
 
-The modules in ``MODULES`` — the llumlet, its queue, block ledger, requests, step loop and
-the load signals read from its reports, where most of an event loop's time goes — are compiled by mypyc (the compiler mypy ships)
+The modules in ``MODULES`` — the llumlet, its queue, block ledger, requests, step loop, the
+load signals read from its reports, the dispatch and pairing rules and priority modes,
+where most of an event loop's time goes — are compiled by mypyc (the compiler mypy ships)
 into C extensions placed next to their sources, which Python then imports instead. Same
 source, so the same results: the request tables stay byte-identical
 (``benchmarks/request_hashes.py --check``). What it buys is in ``benchmarks/README.md``.
@@ -28,12 +29,14 @@ from typing import Optional, Sequence
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MANIFEST = PACKAGE_DIR / "native.json"
-WARNED = "LLUMSIM_NATIVE_WARNED"  # the last warning said, for child processes
+WARNED = "LLUMSIM_NATIVE_WARNED"  # the warnings said, one per line, for child processes
 LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/native_runtime__mypyc*.so
 
-# the hot path of a decode step and what it touches; they compile together (mypyc calls
-# across them directly, as C). Compiled code enforces annotations (an int field holding a
-# float raises): a module joins only once its callers pass what it declares.
+# the per-batch path (a step, its report and memo lookup) and the per-dispatch and
+# per-pairing-round one; they compile together (mypyc calls across them directly, as C).
+# Compiled code enforces annotations (an int field holding a float raises): a module joins
+# only once its callers pass what it declares. A literal Final it imports from a module
+# not listed here would be inlined unhashed: copy such constants (iteration_memo does).
 MODULES = (
     "sim.cluster.dispatch",
     "sim.cluster.pairing",
@@ -178,9 +181,10 @@ def guard() -> None:
 def _warn(message: str) -> None:
     """Say ``message`` on stderr unless a parent process said it already: a sweep's worker
     processes inherit the environment, so a stale build is reported once, not per worker."""
-    if os.environ.get(WARNED) == message:
+    said = os.environ.get(WARNED, "")
+    if message in said.split("\n"):
         return
-    os.environ[WARNED] = message
+    os.environ[WARNED] = f"{said}\n{message}" if said else message
     print(message, file=sys.stderr)
 
 

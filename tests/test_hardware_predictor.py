@@ -93,8 +93,11 @@ def test_the_decode_fast_path_equals_batch_time(model):
         assert fast == m.batch_time((), n, kv)
     fresh = replica(model)  # a cold memo: the fast path fills it with Vidur's key
     assert fresh.decode_batch_time(17, 17 * 700) == m.batch_time((), 17, 17 * 700)
-    with pytest.raises(ValueError, match="decodes in one batch"):  # would not pack into one int
-        fresh.decode_batch_time(DECODE_COUNT_SPAN, DECODE_COUNT_SPAN * 700)
+    # a count past the packing span would share a key with a smaller batch: it raises,
+    # even when that key is memoised already
+    fresh.decode_batch_time(5, 5 * 512)
+    with pytest.raises(ValueError, match="decodes in one batch"):
+        fresh.decode_batch_time(DECODE_COUNT_SPAN + 5, (DECODE_COUNT_SPAN + 5) * 256)
 
 
 def test_batch_time_is_memoised_on_the_lookup_key():

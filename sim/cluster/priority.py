@@ -26,7 +26,7 @@ call after each class, open to interpreted subclasses, with ClassVar switches.
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Optional, Sequence
+from typing import ClassVar, Final, Optional, Sequence
 
 from mypy_extensions import mypyc_attr
 
@@ -34,7 +34,7 @@ from sim.config import SchedulerConfig
 from sim.config.registry import Registry
 from sim.instance.load import LoadReport
 
-PAPER_LOAD_TARGET_TOKENS = 1600  # Llumnix §4.4.2 / instance_info.py: the high-priority target
+PAPER_LOAD_TARGET_TOKENS: Final = 1600  # Llumnix §4.4.2 / instance_info.py: the high-priority target
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

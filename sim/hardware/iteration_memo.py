@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from typing import Callable, Final, Sequence
 
-from sim.hardware.timing import KV_GRANULARITY, NUM_TOKENS_ROUNDING, LookupKey, lookup_key
-
+from sim.hardware import timing
+from sim.hardware.timing import LookupKey, lookup_key
 
 # decode counts packed below this (batch caps are hundreds; a larger count raises)
 DECODE_COUNT_SPAN: Final = 1_048_576  # 2**20
+# Vidur's roundings, copied when this module loads into C statics of the compiled engine (a
+# module-dict lookup per use otherwise). Not literals on purpose: mypyc would inline a
+# literal Final of timing.py, which the build does not hash, and run stale after an edit.
+KV_GRANULARITY: Final = timing.KV_GRANULARITY
+NUM_TOKENS_ROUNDING: Final = timing.NUM_TOKENS_ROUNDING
 
 
 class IterationMemo:
@@ -42,14 +47,14 @@ class IterationMemo:
         """``batch_time((), num_decodes, decode_kv_tokens)``: a decode-only iteration (most
         iterations are these), looked up by its packed int; a first sight builds the lookup
         key and shares ``batch_time``'s entry."""
+        if num_decodes >= DECODE_COUNT_SPAN:  # would collide with another entry's key
+            raise ValueError(f"{num_decodes:,} decodes in one batch: the memo packs at most {DECODE_COUNT_SPAN - 1:,}")
         kv_bucket = -(-(decode_kv_tokens // num_decodes) // KV_GRANULARITY)
         packed = kv_bucket * DECODE_COUNT_SPAN + num_decodes
         try:
             return self.decode_seconds[packed]
         except KeyError:
             pass
-        if num_decodes >= DECODE_COUNT_SPAN:
-            raise ValueError(f"{num_decodes:,} decodes in one batch: the memo packs at most {DECODE_COUNT_SPAN - 1:,}")
         key = (
             -(-num_decodes // NUM_TOKENS_ROUNDING) * NUM_TOKENS_ROUNDING,
             num_decodes,

@@ -11,12 +11,12 @@ Pure Python on purpose: it sits on the simulator's hot path.
 
 from __future__ import annotations
 
-from typing import Final, Mapping, Sequence
+from typing import Mapping, Sequence
 
 # Vidur 0.0.26 rounding rules (sklearn_execution_time_predictor.py, entities/batch.py).
-NUM_TOKENS_ROUNDING: Final = 8  # Batch._total_num_q_tokens_rounded
-KV_GRANULARITY: Final = 256  # BaseExecutionTimePredictorConfig.kv_cache_prediction_granularity
-PREFILL_CHUNK_ROUNDING: Final = 32  # _get_attention_prefill_execution_time
+NUM_TOKENS_ROUNDING = 8  # Batch._total_num_q_tokens_rounded
+KV_GRANULARITY = 256  # BaseExecutionTimePredictorConfig.kv_cache_prediction_granularity
+PREFILL_CHUNK_ROUNDING = 32  # _get_attention_prefill_execution_time
 
 # Operators that Vidur keys by the batch's rounded number of tokens, and that its
 # ExecutionTime adds once per transformer block. ``attn_kv_cache_save`` is predicted but
