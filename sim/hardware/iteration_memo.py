@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Callable, Final, Sequence
 
-from sim.hardware import timing
+from sim.hardware.timing import KV_GRANULARITY as _KV_GRANULARITY
+from sim.hardware.timing import NUM_TOKENS_ROUNDING as _NUM_TOKENS_ROUNDING
 from sim.hardware.timing import LookupKey, lookup_key
 
 # decode counts packed below this (batch caps are hundreds; a larger count raises)
@@ -14,8 +15,8 @@ DECODE_COUNT_SPAN: Final = 1_048_576  # 2**20
 # Vidur's roundings, copied when this module loads into C statics of the compiled engine (a
 # module-dict lookup per use otherwise). Not literals on purpose: mypyc would inline a
 # literal Final of timing.py, which the build does not hash, and run stale after an edit.
-KV_GRANULARITY: Final = timing.KV_GRANULARITY
-NUM_TOKENS_ROUNDING: Final = timing.NUM_TOKENS_ROUNDING
+KV_GRANULARITY: Final = _KV_GRANULARITY
+NUM_TOKENS_ROUNDING: Final = _NUM_TOKENS_ROUNDING
 
 
 class IterationMemo:
