@@ -276,7 +276,7 @@ DEFAULT_PATH_DIGESTS = {
                 "priority": {"sampler": "enterprise", "tiers": 4},
             },
         },
-        "0c0670d5fc059860",
+        "41225e5de873b260",  # the description now says the 12,800 total rule dropped none
     ),
     "azure-replay": (
         None,

@@ -13,6 +13,7 @@ from scipy import stats
 from sim.config import ArrivalConfig, ConfigError, WorkloadConfig, load_config
 from sim.config.workload_schema import FieldShapeConfig, MatchConfig, ShapeConfig
 from sim.workload import build_workload, match_mean_p95, scale_lengths
+from sim.workload.shaping import resolve_shape
 
 # Llumnix paper, Table 1: ShareGPT (GPT-4, first turn).
 TABLE1_SHAREGPT = {"input": (306, 1484), "output": (500, 988)}
@@ -149,18 +150,19 @@ def test_match_is_monotone_and_hits_any_reachable_mean(values, p95, share):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sharegpt_gpt4_preset_gives_a_10k_run_table1_statistics(seed):
     """Acceptance: what a 10,000-request run receives has Table 1's means and P95s (±5%)."""
-    cfg = load_config(
-        base={"workload": {"num_requests": 10_000, "shape": {"preset": "sharegpt-gpt4"}}}
-    ).workload
-    workload = build_workload(cfg, seed)
-    for name, values in (("input", workload.prompt_tokens), ("output", workload.output_tokens)):
-        mean, p95 = TABLE1_SHAREGPT[name]
-        assert values.mean() == pytest.approx(mean, rel=0.05), name
-        assert np.percentile(values, 95) == pytest.approx(p95, rel=0.05), name
-        # Exact by construction, not by luck: far inside the 5% acceptance band.
-        assert values.mean() == pytest.approx(mean, abs=0.01), name
-        assert np.percentile(values, 95) == pytest.approx(p95, rel=0.002), name
-    assert "shaped (sharegpt-gpt4)" in workload.description
+    served = {"preset": "sharegpt-gpt4"}
+    drawn = {**served, "total_below": 10_000_000}  # the artifact client's filter off
+    for shape in (served, drawn):
+        cfg = load_config(base={"workload": {"num_requests": 10_000, "shape": shape}}).workload
+        workload = build_workload(cfg, seed)
+        for name, values in (("input", workload.prompt_tokens), ("output", workload.output_tokens)):
+            mean, p95 = TABLE1_SHAREGPT[name]
+            assert values.mean() == pytest.approx(mean, rel=0.05), name
+            assert np.percentile(values, 95) == pytest.approx(p95, rel=0.05), name
+            if shape is drawn:  # exact by construction on the drawn requests
+                assert values.mean() == pytest.approx(mean, abs=0.01), name
+                assert np.percentile(values, 95) == pytest.approx(p95, rel=0.002), name
+        assert "shaped (sharegpt-gpt4)" in workload.description
 
 
 def test_the_preset_keeps_the_rows_and_their_input_output_rank_relation():
@@ -228,3 +230,40 @@ def test_bad_shaping_keys_are_config_errors_naming_the_dotted_key(shape, expecte
     with pytest.raises(ConfigError, match=expected):
         cfg = load_config(base={"workload": {"num_requests": 10, "shape": shape}})
         build_workload(cfg.workload, 0)
+
+
+def test_total_below_drops_whole_requests_after_the_match_and_says_how_many(tmp_path):
+    """The artifact's ShareGPT client keeps a pair only if prompt + answer < 12,800: a request
+    at the limit goes, one below it stays, and the run has fewer requests."""
+    path = lengths_file(tmp_path, [100, 12000, 799, 800], [50, 800, 12000, 12000])
+    cfg = WorkloadConfig(trace=str(path), num_requests=None, shape=ShapeConfig(total_below=12800))
+    workload = build_workload(cfg, 0)
+    pairs = sorted(zip(workload.prompt_tokens.tolist(), workload.output_tokens.tolist()))
+    assert pairs == [(100, 50), (799, 12000)]  # 12,800 and 12,800 are not below 12,800
+    assert len(workload.arrival) == 2 and "input + output < 12800 (2 dropped)" in workload.description
+
+
+def test_total_below_on_a_timestamped_trace_keeps_the_survivors_clock(tmp_path):
+    path = tmp_path / "azure.csv"
+    path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.0,10,1\n2023-11-16 18:15:47.0,2000,2\n2023-11-16 18:15:49.0,30,3\n"
+    )
+    cfg = WorkloadConfig(
+        source="timestamped",
+        trace=str(path),
+        num_requests=None,
+        arrival=ArrivalConfig("trace", None),
+        shape=ShapeConfig(total_below=1000),
+    )
+    workload = build_workload(cfg, 0)
+    assert workload.prompt_tokens.tolist() == [10, 30]
+    assert workload.arrival.tolist() == [0.0, 3.0]
+
+
+def test_the_sharegpt_preset_applies_the_artifact_clients_total_limit():
+    shape = resolve_shape(ShapeConfig(preset="sharegpt-gpt4"))
+    assert shape.total_below == 12800
+    assert resolve_shape(ShapeConfig(preset="sharegpt-gpt4", total_below=20000)).total_below == 20000
+    with pytest.raises(ConfigError, match=r"^workload\.shape\.total_below: must be >= 2"):
+        load_config(base={"workload": {"shape": {"total_below": 1}}})

@@ -151,6 +151,15 @@ class ShapeConfig:
     preset: Optional[str] = None
     input: FieldShapeConfig = field(default_factory=FieldShapeConfig)
     output: FieldShapeConfig = field(default_factory=FieldShapeConfig)
+    # drop drawn requests whose prompt + output reach this many tokens (the Llumnix
+    # artifact's ShareGPT client keeps a pair only if prompt + answer < 12,800); the run
+    # then has fewer requests, as the artifact's did
+    total_below: Optional[int] = None
+
+    RANGES: ClassVar[dict[str, Range]] = {"total_below": Range(2, 10_000_000, "tokens")}
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 @dataclass

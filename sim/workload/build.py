@@ -200,8 +200,13 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
     shape = resolve_shape(cfg.shape, cfg.source)
     prompt, output, timestamps, source = _requests(cfg, seed, root, shape)
     prompt, output = shape_lengths(prompt, output, shape)
+    kept = shape.kept_by_total(prompt, output)
+    prompt, output = prompt[kept], output[kept]
+    if timestamps is not None:
+        timestamps = timestamps[kept]
     if not shape.is_identity:
-        source = f"{source}; {shape.describe()}"
+        dropped = f" ({len(kept) - int(kept.sum())} dropped)" if shape.total_below is not None else ""
+        source = f"{source}; {shape.describe()}{dropped}"
     n = len(prompt)
     process = cfg.arrival.process
     if process == "trace":

@@ -22,6 +22,11 @@ deterministic. The steps run in this fixed order:
    simulator abort them, leave both unset (an instance aborts a request whose prompt exceeds
    its batch token budget or KV capacity, or whose sequence outgrows the model's length,
    with reason ``exceeds_instance_limits``).
+5. **total_below** (drawn requests): drop every request whose prompt + output has reached
+   ``total_below`` tokens — the artifact's ShareGPT client keeps a pair only if prompt +
+   answer < 12,800 (``sample_dataset_requests``), so the run has fewer requests, as the
+   artifact's had. (That client counts a BOS token in each field; the shipped lengths do not,
+   a 2-token difference left unmodelled.)
 
 With nothing set, every step is skipped and the workload is byte-identical to an unshaped one.
 """
@@ -46,12 +51,16 @@ PRESETS: dict[str, ShapeConfig] = {
     # output mean 500 / P95 988 — meant for the shipped ShareGPT V3 first turns (the default
     # trace). No cap: the artifact's ShareGPT client (benchmark_throughput.py,
     # ``sample_dataset_requests``) truncates nothing; it drops first turns with prompt +
-    # answer >= 12,800 tokens. Mapped V3 requests reach that only rarely (the longest prompt
-    # lands at 11–12.5k tokens, depending on the draw), and the simulator still serves them.
+    # answer >= 12,800 tokens, and so does this preset (``total_below``). Mapped V3 requests
+    # reach that only rarely (the longest prompt lands at 11–12.5k tokens, depending on the
+    # draw). The artifact's engine limits (prompt <= min(max_model_len 16,384 — hard-coded in
+    # its vllm/config.py, not LLaMA-1's 2,048 — and max_num_batched_tokens)) are the
+    # simulator's own (an instance aborts what exceeds them).
     "sharegpt-gpt4": ShapeConfig(
         preset="sharegpt-gpt4",
         input=FieldShapeConfig(match=MatchConfig(mean=306, p95=1484)),
         output=FieldShapeConfig(match=MatchConfig(mean=500, p95=988)),
+        total_below=12800,
     ),
 }
 
@@ -63,9 +72,16 @@ class Shape:
     input: FieldShapeConfig
     output: FieldShapeConfig
     preset: Optional[str] = None
+    total_below: Optional[int] = None
 
     def field(self, name: str) -> FieldShapeConfig:
         return getattr(self, name)
+
+    def kept_by_total(self, prompt: np.ndarray, output: np.ndarray) -> np.ndarray:
+        """Step 5: which drawn requests ``total_below`` keeps (all, when unset)."""
+        if self.total_below is None:
+            return np.ones(len(prompt), dtype=bool)
+        return prompt + output < self.total_below
 
     @property
     def filters(self) -> bool:
@@ -73,7 +89,7 @@ class Shape:
 
     @property
     def is_identity(self) -> bool:
-        return all(
+        return self.total_below is None and all(
             getattr(self.field(f), key.name) is None
             for f in FIELDS
             for key in fields(FieldShapeConfig)
@@ -97,6 +113,8 @@ class Shape:
                 steps.append(f"cap {spec.cap}")
             if steps:
                 parts.append(f"{name} " + ", ".join(steps))
+        if self.total_below is not None:
+            parts.append(f"input + output < {self.total_below}")
         preset = f" ({self.preset})" if self.preset else ""
         return f"shaped{preset}: " + "; ".join(parts)
 
@@ -128,6 +146,7 @@ def resolve_shape(cfg: ShapeConfig, source: str = "lengths") -> Shape:
         input=_overlay(base.input, cfg.input, "workload.shape.input"),
         output=_overlay(base.output, cfg.output, "workload.shape.output"),
         preset=cfg.preset,
+        total_below=cfg.total_below if cfg.total_below is not None else base.total_below,
     )
     if source == "synthetic":
         for name in FIELDS:
