@@ -48,3 +48,13 @@ def fitted_cache() -> tuple[str, tuple[str, ...]]:
 def replica(model: str) -> ReplicaModel:
     """A warm-loaded replica model with default settings."""
     return load_replica_model(model, cache_dir=fitted_cache()[0])
+
+
+@functools.lru_cache(maxsize=None)
+def figure_10_replica(model: str) -> ReplicaModel:
+    """The replica model with the CPU work of the engine the A10 table was measured on."""
+    from sim.hardware.calibration import FIGURE_10_PER_REQUEST_MS
+
+    return load_replica_model(
+        model, cache_dir=fitted_cache()[0], overhead_per_request=FIGURE_10_PER_REQUEST_MS * 1e-3
+    )

@@ -35,11 +35,12 @@ class OverheadConfig:
     Defaults: vLLM's scheduling, input preparation, sampling, output processing and Ray
     hand-off, measured by Vidur for LLaMA-2-7B on the A10's GA102 die (A40): the line through
     https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv
-    (means, batch 8-48; ``sim/hardware/overheads.py``). The A10 calibration assumes them.
+    (means, batch 8-48), plus the per-sequence sampler loop of the artifact's vLLM 0.1.2
+    (``sim/hardware/overheads.py``). The A10 calibration assumes them.
     """
 
     base: float = 1.6328e-3  # s per iteration
-    per_request: float = 1.86e-4  # s per request in the iteration's batch
+    per_request: float = 3.7305e-4  # s per request in the iteration's batch
 
     RANGES: ClassVar[dict[str, Range]] = {
         "base": Range(0.0, 1.0, "s"),

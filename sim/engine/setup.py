@@ -84,7 +84,7 @@ def load_workload(config: SimulationConfig, root: Path | None) -> "Workload":
 
 def replica_model_settings(config: SimulationConfig) -> dict:
     """The ``cluster`` keys the replica model depends on (what a cache of models is keyed by:
-    the instance count, batch cap or watermark do not change it)."""
+    the instance count or watermark do not change it; the batch cap sizes the profile run)."""
     cluster = config.cluster
     return {
         "model": cluster.model,
@@ -93,6 +93,7 @@ def replica_model_settings(config: SimulationConfig) -> dict:
         "block_size": cluster.block_size,
         "gpu_memory_utilization": cluster.gpu_memory_utilization,
         "max_batched_tokens": cluster.max_batched_tokens,
+        "max_batch_size": cluster.max_batch_size,
         "kv_capacity_blocks": cluster.kv_capacity_blocks,
         "overhead_base": cluster.overhead.base,
         "overhead_per_request": cluster.overhead.per_request,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 
@@ -34,15 +34,24 @@ import sim.hardware.overheads as overheads
 import sim.hardware.predictor_settings as settings
 from sim.hardware.calibration import (
     DECODE_SLOWDOWN,
+    FIGURE_10_PER_REQUEST_MS,
     Batch,
     bandwidth_floor_ms,
     batch_of,
     compare,
     decode_range,
     default_kv_capacity_tokens,
+    load_linear_layer_measurements,
     load_measurements,
 )
-from sim.hardware.catalog import FIT_JSON, LAYOUTS, MEASUREMENTS_CSV, PROFILES_DIR, Layout
+from sim.hardware.catalog import (
+    FIT_JSON,
+    LAYOUTS,
+    LINEAR_LAYERS_CSV,
+    MEASUREMENTS_CSV,
+    PROFILES_DIR,
+    Layout,
+)
 from sim.hardware.perf_model import (
     BYTES_PER_VALUE,
     OCCUPANCY_SHARPNESS,
@@ -85,6 +94,11 @@ START_AND_BOUNDS = {
     "all_reduce_latency_us": (50.0, 0.0, 2000.0),
     "all_reduce_bus_gb_per_s": (15.0, 1.0, 32.0),  # PCIe 4.0 x16: 32 GB/s per direction
 }
+# Vidur's A40 profile of the token operators at decode batches of 1-64 is one source, so its
+# rows together weigh what one residual does (1/sqrt(rows) each): it pins how fast a GA102
+# streams weights, which the table's ~8k-token decode rows cannot separate from the KV stream.
+LINEAR_LAYER_MEASUREMENTS = load_linear_layer_measurements()
+LINEAR_LAYER_WEIGHT = 1 / np.sqrt(len(LINEAR_LAYER_MEASUREMENTS))
 SIGNIFICANT_DIGITS = 5  # constants are rounded before use, so the build is reproducible
 FLOAT_FORMAT = "%.6g"  # profile times in ms: relative precision 1e-6
 
@@ -169,19 +183,40 @@ def fit_constants() -> tuple[Constants, list[dict]]:
 
     def residuals(x):
         c = constants_of(x)
-        rows = [models[m.model].batch_ms(c, batch_of(m)) / m.measured_ms - 1 for m in measurements]
+        bench = figure_10_engine(c)
+        rows = [models[m.model].batch_ms(bench, batch_of(m)) / m.measured_ms - 1 for m in measurements]
         for model, target in DECODE_SLOWDOWN.items():
             summary = decode_range(
                 model, capacities[model], 0.0, lambda batch: models[model].batch_ms(c, batch)
             )
             rows.append(summary["ratio"] / target - 1)
+        rows.extend(LINEAR_LAYER_WEIGHT * e for e in linear_layer_errors(models, c))
         return rows
 
     start, lower, upper = zip(*START_AND_BOUNDS.values())
     result = least_squares(residuals, start, bounds=(lower, upper), x_scale="jac")
     constants = Constants(**FIXED, **{n: _round(v) for n, v in zip(names, result.x)})
-    rows = compare(measurements, lambda model, batch: models[model].batch_ms(constants, batch))
+    bench = figure_10_engine(constants)
+    rows = compare(measurements, lambda model, batch: models[model].batch_ms(bench, batch))
     return constants, rows
+
+
+def linear_layer_errors(models: dict[str, LayoutModel], constants: Constants) -> list[float]:
+    """Relative error of the modelled token operators against the GA102 measurements, each
+    transferred to the A10 (``calibration.LinearLayerMeasurement``)."""
+    errors = []
+    for m in LINEAR_LAYER_MEASUREMENTS:
+        model = models[m.model]
+        ops = PerfModel(model.device, model.shape, constants).token_ops([m.lookup_tokens])
+        modelled = model.shape.num_layers * sum(float(times[0]) for times in ops.values())
+        errors.append(modelled / m.on_a10_ms - 1)
+    return errors
+
+
+def figure_10_engine(constants: Constants) -> Constants:
+    """The constants with the CPU work of the engine the Figure 10 table was measured on
+    (vLLM 0.2.0, vectorised sampler); the fitted GPU constants are the same hardware's."""
+    return replace(constants, overhead_per_request_ms=FIGURE_10_PER_REQUEST_MS)
 
 
 def mlp_profile(model: LayoutModel, constants: Constants) -> pd.DataFrame:
@@ -284,7 +319,14 @@ def build(profiles_dir: Path = PROFILES_DIR) -> tuple[Constants, list[dict]]:
             "fixed": sorted(FIXED),
             "roofline_sharpness": ROOFLINE_SHARPNESS,
             "occupancy_sharpness": OCCUPANCY_SHARPNESS,
-            "fitted_to": [MEASUREMENTS_CSV.name, "Llumnix Figure 4 decode slowdown"],
+            "fitted_to": [
+                MEASUREMENTS_CSV.name,
+                "Llumnix Figure 4 decode slowdown",
+                LINEAR_LAYERS_CSV.name,
+            ],
+            "linear_layer_errors": linear_layer_errors(
+                {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}, constants
+            ),
             "rows": rows,
             "decode_range": ranges,
         },
@@ -329,6 +371,7 @@ def provenance(constants: Constants, rows: list[dict], ranges: list[dict]) -> st
     )
     nccl_ms = settings.predictor_config(LAYOUTS[0], "").nccl_cpu_launch_overhead_ms
     ratio = ranges[0]["ratio"]
+    models = {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}
     return TEMPLATE.format(
         measurements_csv=MEASUREMENTS_CSV.name,
         fit_json=FIT_JSON.name,
@@ -350,6 +393,12 @@ def provenance(constants: Constants, rows: list[dict], ranges: list[dict]) -> st
         max_decode_batch=settings.MAX_DECODE_BATCH,
         profile_block_size=settings.PROFILE_BLOCK_SIZE,
         visible_memory_bytes=A10DeviceSKUConfig.visible_memory_bytes,
+        linear_layers_csv=LINEAR_LAYERS_CSV.name,
+        linear_rows=len(LINEAR_LAYER_MEASUREMENTS),
+        linear_tokens=", ".join(str(m.num_tokens) for m in LINEAR_LAYER_MEASUREMENTS),
+        linear_errors=", ".join(f"{100 * e:+.1f}%" for e in linear_layer_errors(models, constants)),
+        sampler_loop_ms=overheads.SAMPLER_LOOP_PER_REQUEST_MS,
+        figure_10_per_request_ms=FIGURE_10_PER_REQUEST_MS,
     )
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,9 @@ import sim.hardware.skus  # noqa: F401  (defining the subclasses registers them 
 DATA_DIR = Path(__file__).parent / "data"
 PROFILES_DIR = DATA_DIR / "profiles"
 MEASUREMENTS_CSV = DATA_DIR / "a10_measurements.csv"
+KV_CAPACITY_CSV = DATA_DIR / "a10_kv_capacity.csv"
+LINEAR_LAYERS_CSV = DATA_DIR / "ga102_linear_layers.csv"
+LIGHT_DECODE_CSV = DATA_DIR / "light_decode_references.csv"
 FIT_JSON = PROFILES_DIR / "a10_fit.json"
 
 

@@ -7,7 +7,9 @@ the GPU idle, because vLLM of that generation runs the step synchronously (no CU
 no multi-step scheduling, no asynchronous output processing: vLLM issue #6854 and the
 v0.6.0 performance post describe removing exactly these stalls). So an iteration costs
 
-    GPU time of the blocks + BASE + PER_REQUEST × requests in the batch.
+    GPU time of the blocks + BASE + PER_REQUEST × requests in the batch,
+
+PER_REQUEST being Vidur's measured phases plus, for vLLM 0.1.x, its per-sequence sampler loop.
 
 Evidence. Vidur's own profile of these CPU phases in vLLM, on the GA102 die of the A10
 (NVIDIA A40), LLaMA-2-7B (LLaMA-7B's architecture), tensor parallelism 1, batch sizes 8–48:
@@ -29,10 +31,10 @@ Choices, and why:
   an A6000 host, growing with the number of sequences, not tokens
   (https://mlsys.wuklab.io/posts/scheduling_overhead, figure data in
   github.com/WukLab/wuklab_sysml static/images/scheduling_overhead/vLLM_A6000_Requests.svg).
-* Llumnix's engine is an older vLLM (0.1.x, see its ``vllm/worker/worker.py``) whose sampler
-  loops over requests one at a time (https://github.com/vllm-project/vllm/issues/249); that
-  extra per-request cost is not measured anywhere we can cite, so it is not added here —
-  the A10 calibration absorbs what the table shows of it.
+* Llumnix's serving engine is an older vLLM (0.1.2) whose sampler loops over requests one at
+  a time (https://github.com/vllm-project/vllm/issues/249); Vidur's profiled engine samples
+  the batch at once. That loop's cost per sequence is derived below from the measured gain of
+  vectorising it (``SAMPLER_LOOP_PER_REQUEST_MS``) and added for the serving engine only.
 * The 30B layout (tensor parallelism 4) uses the same numbers; Vidur's TP4 rows add 3–9 ms of
   Ray fan-out per step, which on our 30B rows cannot be told apart from the fitted
   all-reduce latency, so it is left to the fit.
@@ -67,8 +69,38 @@ def _round(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 
 
-_BASE_MS, _PER_REQUEST_MS = _line(
+_BASE_MS, _MEASURED_PER_REQUEST_MS = _line(
     {batch: sum(phases) for batch, phases in VIDUR_A40_LLAMA2_7B_TP1_MS.items()}
 )
 BASE_MS = _round(_BASE_MS)  # ms per iteration
-PER_REQUEST_MS = _round(_PER_REQUEST_MS)  # ms per request in the iteration's batch
+# ms per request, engines with a vectorised sampler (vLLM >= 0.2.0, Vidur's profiled engine)
+VECTORISED_SAMPLER_PER_REQUEST_MS = _round(_MEASURED_PER_REQUEST_MS)
+
+# The sampler of vLLM 0.1.x loops over the sequences in Python (vLLM issue #249; the artifact's
+# ``vllm/model_executor/layers/sampler.py`` ``_sample``: per sequence a ``torch.multinomial`` and
+# ``.tolist()``, a ``logprob[...].item()`` — two GPU-to-host syncs — and a SequenceOutputs). What
+# that loop costs per sequence and step is what vectorising it saved (vLLM PR #820, 2023-08-22,
+# A100-80GB, benchmark_throughput on ShareGPT, 1,000 prompts: 3.70 -> 4.77 requests/s at
+# 1,771.58 tokens/s of prompt and output), per output token: the vLLM paper's ShareGPT has mean
+# input 161.31 and output 337.99 tokens (Kwon et al., SOSP'23, Figure 11a), so 67.7% of a
+# request's tokens are generated, one per sequence-step. The host is an A100 server's CPU, not
+# the artifact's; no measurement of this loop on an A10 host exists.
+PR_820_REQUESTS_PER_S = (3.70, 4.77)
+PR_820_TOKENS_PER_S = 1771.58
+SHAREGPT_MEAN_INPUT_OUTPUT = (161.31, 337.99)
+
+
+def _sampler_loop_ms() -> float:
+    before, after = PR_820_REQUESTS_PER_S
+    saved_s_per_request = 1 / before - 1 / after
+    tokens_per_request = PR_820_TOKENS_PER_S / before
+    mean_in, mean_out = SHAREGPT_MEAN_INPUT_OUTPUT
+    output_tokens = tokens_per_request * mean_out / (mean_in + mean_out)
+    return saved_s_per_request / output_tokens * 1e3
+
+
+SAMPLER_LOOP_PER_REQUEST_MS = _round(_sampler_loop_ms())
+# The artifact's serving engine is vLLM 0.1.2 (``vllm/__init__.py`` on ``osdi24ae``), whose
+# sampler loops; its Figure 10 bench ran vLLM 0.2.0 (``artifact/62_migration_efficiency/vllm_020``),
+# whose sampler is vectorised (PR #1048). Each measurement is modelled on its own engine.
+PER_REQUEST_MS = _round(VECTORISED_SAMPLER_PER_REQUEST_MS + SAMPLER_LOOP_PER_REQUEST_MS)

@@ -8,8 +8,9 @@ TEMPLATE = """# Provenance of the A10 profiles
 **These are not measurements.** No A10 was available. Every time in these files is the
 output of the GA102 performance model in `sim/hardware/perf_model.py`, whose constants were
 fitted to the end-to-end A10 timings of the Llumnix artifact (Figure 10, in
-`sim/hardware/data/{measurements_csv}`) and to the decode slowdown the Llumnix paper
-reports in its Figure 4. Regenerate with
+`sim/hardware/data/{measurements_csv}`), to the decode slowdown the Llumnix paper
+reports in its Figure 4, and to Vidur's measured A40 (GA102) times of the token operators at
+decode batches of 1–64 (`sim/hardware/data/{linear_layers_csv}`). Regenerate with
 
     python -m sim.hardware.build_profiles
 
@@ -31,18 +32,23 @@ reports in its Figure 4. Regenerate with
    Vidur's profile of vLLM's CPU phases (schedule, sampler, input preparation, output
    processing, Ray hand-off; means) for LLaMA-2-7B at tensor parallelism 1 on an A40 — the
    A10's GA102 die — at batch sizes 8–48
-   (https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv; the
-   rows, the choice of statistic and cross-checks against other published vLLM numbers
-   are in `sim/hardware/overheads.py`). `sim.hardware.ReplicaModel` adds it;
-   `load_replica_model(overhead_base=..., overhead_per_request=...)` (a run's
-   `cluster.overhead`) replaces it.
+   (https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv),
+   plus, for the artifact's serving engine (vLLM 0.1.2), the per-sequence cost of its
+   sampler loop, {sampler_loop_ms} ms per request (what vectorising it saved, vLLM PR #820;
+   the derivation and its inputs are in `sim/hardware/overheads.py`). The Figure 10 rows
+   were measured on vLLM 0.2.0, whose sampler is vectorised, so they are fitted with
+   {figure_10_per_request_ms} ms per request. `sim.hardware.ReplicaModel` adds the
+   serving engine's; `load_replica_model(overhead_base=..., overhead_per_request=...)`
+   (a run's `cluster.overhead`) replaces it.
 3. The fitted constants below minimise, with `scipy.optimize.least_squares`, the relative
-   error of all 24 prefill and decode rows (LLaMA-7B TP1 and LLaMA-30B TP4 together) plus
-   one more residual: the LLaMA-7B heaviest decode step over the one-request step against
-   the paper's 2.6× (Llumnix OSDI'24 §2, Figure 4, LLaMA-7B on A10: "degrades by up to
-   2.6×"). Heaviest = the instance's KV capacity filled with requests of at most 256
-   tokens; one request = a context of up to 256 tokens (`sim/hardware/calibration.py`).
-   Constants are then rounded to {significant_digits} significant digits.
+   error of all 24 prefill and decode rows (LLaMA-7B TP1 and LLaMA-30B TP4 together), one
+   residual for the LLaMA-7B heaviest decode step over the one-request step against the
+   paper's 2.6× (Llumnix OSDI'24 §2, Figure 4, LLaMA-7B on A10: "degrades by up to 2.6×";
+   heaviest = the instance's KV capacity filled with requests of at most 256 tokens, one
+   request = a context of up to 256 tokens, `sim/hardware/calibration.py`), and the
+   {linear_rows} rows of the A40 token operators, transferred to the A10 by memory
+   bandwidth (× 696 / 600 GB/s) and weighted 1/√{linear_rows} each, so that source counts
+   as one residual. Constants are then rounded to {significant_digits} significant digits.
 
 | constant | value | |
 |---|---|---|
@@ -53,18 +59,19 @@ the smallest kernels take on the same GA102 die in Vidur's published A40 profile
 (1–4 µs for norms, adds and RoPE at a few tokens).
 
 Why two bandwidth efficiencies: every decode row of the table holds ~8k tokens, so the table
-cannot say how much of a step is streaming weights and how much is reading the KV cache;
-with one efficiency for both the fit leaves the 7B heaviest/one-request ratio at ~1.8
-whatever else it does. Split, the table is fitted as well as before and Figure 4 sets the
-split: it pushes the weight stream to the {max_memory_efficiency:.0%} cap (weights at
-{memory_efficiency:.0%} of 600 GB/s; with the LM head and embedding, 0.26 GB that
-Vidur's blocks omit, the one-request step streams LLaMA-7B's 13.5 GB at
-~{weight_stream_gbps:.0f} GB/s) and paged decode
-attention down to {decode_attention_efficiency:.0%} when the SMs are occupied. At the
-cap the ratio is {ratio:.2f}, {ratio_vs_target_pct:+.0f}% from 2.6 (acceptance: ±10%);
-the uncapped fit reaches 2.6 only with weights streamed at ~98% of the datasheet rate, which
-no kernel reaches (a device-memory copy gets 87% on an A100,
-https://github.com/PTsolvers/gpu-workshop-JuliaCon23/issues/7).
+cannot say how much of a step is streaming weights and how much is reading the KV cache.
+The A40 rows measure the weight stream on the same die directly; Figure 4's ratio asks for
+a faster one. The fit settles the weight stream
+at {memory_efficiency:.1%} of 600 GB/s (cap {max_memory_efficiency:.0%}; with the LM head and
+embedding, which Vidur's blocks omit, the one-request step streams LLaMA-7B's 13.5 GB at
+~{weight_stream_gbps:.0f} GB/s) and paged decode attention at
+{decode_attention_efficiency:.0%} when the SMs are occupied. The heaviest/one-request ratio
+is then {ratio:.2f}, {ratio_vs_target_pct:+.1f}% from 2.6 (bound ±10%). Residuals of the A40
+rows, modelled over transferred, at {linear_tokens}: {linear_errors}. The roofline is
+flat up to the tokens where GEMMs turn compute-bound; the measured A40 GEMMs already slow
+down from ~24 tokens (cuBLAS's kernels for skinny matrices), so above that the modelled
+weight stream is faster than the measurement says — the light-batch uncertainty that
+`llumsim calibrate` shows.
 
 ## Light-batch decode (the performance model at the predictor's lookup keys)
 
@@ -101,10 +108,13 @@ requests whose context is seq_len tokens including the new one.
 Each grid is Vidur's own lookup resolution, so the predictor never interpolates between
 profiled points. Times are written with 6 significant digits.
 
-## Device memory assumption (KV capacity, computed at load by `sim/hardware/memory.py`)
-An A10's usable memory is taken as {visible_memory_bytes:,} bytes
-(23,028 MiB), what `cudaMemGetInfo` and `nvidia-smi` report for it, not the datasheet's
-24 GB. vLLM sizes its cache against that total: blocks = floor((utilisation × memory −
-weights − activation peak of a forward pass over `max_batched_tokens`, default 12,800) /
-block bytes), with weights and KV bytes per token from Vidur's ParamCounter and MemoryPlanner.
+## Device memory (KV capacity, computed at load by `sim/hardware/memory.py`)
+vLLM 0.1.2 sizes its cache against the total CUDA reports, {visible_memory_bytes:,} bytes
+(22,731 MiB: an A10 on the R470 drivers of the artifact's time; the source and later
+drivers' figures are in `sim/hardware/skus.py`): blocks = floor((utilisation × total −
+torch's peak allocation in its profile run) / block bytes). The peak is modelled tensor by
+tensor from that vLLM's code (weights, rotary caches, cuBLAS workspace, the all-reduce buffer
+under TP, the profile inputs, and the widest of the MLP, attention and sampler phases);
+`llumsim calibrate` compares it with the artifact's measured A10 capacities
+(`sim/hardware/data/a10_kv_capacity.csv`).
 """

@@ -29,7 +29,7 @@ import sim.hardware.overheads as overheads
 import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import FIT_JSON, Layout, find_layout
 from sim.hardware.iteration_memo import IterationMemo
-from sim.hardware.memory import ProfileRunMemoryPlanner
+from sim.hardware.memory import DEFAULT_MAX_NUM_SEQS, ProfileRunMemoryPlanner
 from sim.hardware.timing import (
     KV_GRANULARITY,
     PREFILL_CHUNK_ROUNDING,
@@ -231,6 +231,7 @@ def load_replica_model(
     block_size: int = 16,
     gpu_memory_utilization: float = 0.9,
     max_batched_tokens: int = 12800,
+    max_batch_size: int = DEFAULT_MAX_NUM_SEQS,
     kv_capacity_blocks: int | None = None,
     cache_dir: str | None = None,
     overhead_base: float = overheads.BASE_MS * 1e-3,
@@ -240,8 +241,8 @@ def load_replica_model(
     """A ready replica model; the first call per profile version fits Vidur's predictor.
 
     ``kv_capacity_blocks=None`` sizes the KV cache like vLLM (``memory``); a number
-    overrides it. ``max_batched_tokens`` is the per-iteration token budget the activation
-    reserve is sized for. ``overhead_base`` (s per iteration) and ``overhead_per_request``
+    overrides it. ``max_batched_tokens`` and ``max_batch_size`` (vLLM's max_num_seqs) shape
+    the profile run whose peak memory the cache is sized after. ``overhead_base`` (s per iteration) and ``overhead_per_request``
     (s per request in the batch) are the engine's CPU work, added to every iteration; the
     defaults are vLLM's, measured (``overheads``), and the A10 calibration assumes them.
     ``decode_scale`` multiplies the GPU time of iterations without a prefill chunk (1.0:
@@ -258,6 +259,7 @@ def load_replica_model(
         CacheConfig(block_size=block_size),
         gpu_memory_utilization,
         max_batched_tokens,
+        max_batch_size,
     )
     _check(
         kv_capacity_blocks is None or kv_capacity_blocks >= 1,

@@ -26,15 +26,22 @@ class LlumsimNodeSKUType(BaseIntEnum):
 
 @dataclass
 class A10DeviceSKUConfig(BaseDeviceSKUConfig):
-    """NVIDIA A10 (GA102): datasheet figures plus the two the performance model needs."""
+    """NVIDIA A10 (GA102): datasheet figures (125 TFLOP/s FP16 tensor dense, 24 GB GDDR6,
+    600 GB/s: https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/a10-datasheet.pdf;
+    72 SMs: NVIDIA's GA102 A10 configuration) plus the memory total vLLM sizes against."""
 
     fp16_tflops: int = 125
     total_memory_gb: int = 24
     memory_bandwidth_gb_per_s: float = 600.0
     num_sms: int = 72
-    # What the driver reports as total memory (cudaMemGetInfo / nvidia-smi: 23,028 MiB);
-    # vLLM sizes its KV cache against this, not against the marketing 24 GB.
-    visible_memory_bytes: int = 24_146_608_128
+    # The total memory CUDA reports (torch.cuda.get_device_properties().total_memory), which
+    # vLLM sizes its KV cache against. It depends on the driver: ECC takes 6.25% of GDDR6 off
+    # the top, and newer drivers keep more for themselves. 22,731 MiB is the A10's total on the
+    # R470 drivers of Alibaba Cloud's A10 machines in the artifact's time (nvidia-smi
+    # "0MiB / 22731MiB", ECC on, driver 470.82.01, PAI-DSW, Nov 2023; torch's out-of-memory
+    # messages print the same total, "22.20 GiB total capacity"). Later drivers: 22,515.75 MiB
+    # (R535, deviceQuery 23,609,475,072 B), 22,599 MiB (R570); nvidia-smi then shows 23,028 MiB.
+    visible_memory_bytes: int = 22_731 * 2**20
 
     @staticmethod
     def get_type() -> LlumsimDeviceSKUType:
@@ -69,8 +76,10 @@ class A10Pcie4NodeSKUConfig(BaseNodeSKUConfig):
 class Llama1ModelConfig(Llama2ModelConfig):
     """LLaMA-1 shares LLaMA-2's block (RMSNorm, SwiGLU, RoPE) but has a 32,000-token vocabulary.
 
-    ``max_model_len`` covers the 8k-token rows of the calibration table and Vidur's prediction
-    range; it is not LLaMA-1's 2,048-token training context.
+    Shapes are the models' published configs (huggyllama/llama-7b and -30b ``config.json``:
+    layers, heads, hidden size, intermediate size, vocabulary). ``max_model_len`` is what the
+    artifact's vLLM serves: its ``vllm/config.py`` (``osdi24ae``) hard-codes 16,384 in
+    SchedulerConfig instead of LLaMA-1's 2,048-token training context.
     """
 
     vocab_size: int = 32000
