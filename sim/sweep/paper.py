@@ -305,28 +305,23 @@ def claims(tables: Callable[[str, str], pd.DataFrame]) -> list[Claim]:
 # Why llumsim's figure differs, where it does (measured causes; see README "Reproducing the
 # paper"). Kept with the claims so the regenerated table carries them.
 NOTES = {
-    "C13": "mean close; the P99 tail of round-robin's queues comes from the longest prompts, and "
-    "llumsim's ShareGPT lengths match Table 1's mean and P95 but keep the V3 trace's tail beyond P95",
-    "C12": "as C13: the tail beyond Table 1's P95 is the V3 trace's",
-    "C18": "the gaps grow steeply near saturation, and llumsim's instances hold 845 KV blocks "
-    "(vLLM's profile-run rule; paper §6.1: 851) where the artifact's simulator records 792 "
-    "measured at 12,000 batched tokens: with 783 blocks M-M at 7.8 req/s gives 4.5x P99 prefill",
-    "C19": "as C18 (KV capacity; with 783 blocks, M-M 7.8 req/s: 3.7x mean prefill)",
-    "C20": "as C18 (KV capacity; with 783 blocks, M-M 7.8 req/s: 4.5x P99 prefill, not 0.8x)",
-    "C23": "Llumnix removes nearly all preemptions on these traces",
+    "C13": "mean close; the P99 ratio is round-robin's tail, its longest prompts queued behind "
+    "each other — the artifact's length limits remove none of these requests "
+    "(experiments/length_limits.py), so the tail is the one the artifact served",
+    "C12": "as C13: round-robin's tail",
     "C25": "the paper's fragmentation definition is in its unpublished plot code; llumsim counts "
     "every free block whenever some queued head-of-line request would fit in the pooled free "
-    "memory (an upper bound); the reduction, 92%, is the paper's",
-    "C26": "at CV 2 the artifact's LCFS rule moves high-priority requests (it takes the latest "
-    "arrival, of any priority); with migration.candidate=lcfs-normal CV 2 gives 1.18x",
-    "C27": "as C26: with lcfs-normal, CV 2 gives 3.3x mean / 3.7x P99 prefill",
-    "C30": "normal requests avoid the instances high-priority ones gather on and queue a little "
-    "longer elsewhere",
+    "memory (an upper bound)",
+    "C26": "at CV 2 the artifact's LCFS rule moves high-priority requests too (it takes the "
+    "latest arrival, of any priority); migration.candidate=lcfs-normal keeps them in place",
+    "C27": "as C26",
+    "C30": "normal requests avoid the instances high-priority ones gather on (the artifact's "
+    "priority load charges those the reservation) and queue longer on the others",
     "C32": "auto-scaling adds the cold start (5 s: Llumnix's own simulator's value; the artifact "
-    "reloaded the model, time unrecorded) and the KV capacity of C18",
+    "reloaded the model, time unrecorded)",
     "C35": "as C32; the saving also depends on the P99 target (the paper's line at ~5 s)",
     "C11": "the artifact pairs one migration per pair per round, every 4 x instances reports; "
-    "llumsim counts the same reports but its runs are less loaded (C18)",
+    "llumsim counts the same reports",
 }
 
 
