@@ -161,10 +161,10 @@ CAPACITY_EDGES: dict[str, tuple[list[str], str]] = {
     "infinite high": (["--high", "inf"], "--high: must be a rate in [0.001, 1e+06] req/s, got inf"),
     "negative low": (["--low", "-1"], "--low: must be a rate in"),
     "a rate no config takes": (["--high", "1e7"], "--high: must be a rate in [0.001, 1e+06] req/s, got 1e+07"),
-    "negative SLO": (["--slo", "e2e_latency.mean<=-1"], "the bound must be a finite number of seconds > 0"),
-    "zero SLO": (["--slo", "e2e_latency.mean<=0"], "the bound must be a finite number of seconds > 0"),
-    "infinite SLO": (["--slo", "e2e_latency.mean<=inf"], "the bound must be a finite number of seconds > 0"),
-    "NaN SLO": (["--slo", "e2e_latency.mean<=nan"], "the bound must be a finite number of seconds > 0"),
+    **{
+        f"SLO bound {bound}": (["--slo", f"e2e_latency.mean<={bound}"], "the bound must be a finite number of seconds > 0")
+        for bound in ("-1", "0", "inf", "nan")
+    },
     "a tier the config lacks": (["--slo", "tier3.e2e_latency.p99<=5"], "--slo tier3.e2e_latency.p99: no tier 3 (workload.priority.tiers=1: tiers 0..0)"),
     "no seeds": (["--seeds", "0"], "--seeds: must be in 1..1,000, got 0"),
     "a billion seeds": (["--seeds", "1000000000"], "--seeds: must be in 1..1,000, got 1000000000"),
