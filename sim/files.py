@@ -4,6 +4,11 @@ Files and folders are written under a temporary name and renamed into place, so 
 or the next run after a ``kill -9`` — sees either the old whole or the new whole. Temporary
 names carry the writer's pid (``.tmp-<pid>-<name>``, ``.old-<pid>-<name>``), so what a
 killed writer left can be told from what a live one is writing, and removed.
+
+Every command's output folder passes one check before anything runs
+(``check_output_folder``), and a write that fails later — a full disk, a file system
+remounted read-only — is an ``OutputError`` naming the path (``writing``), one line and exit
+code 2 at the command line, after which the temporary copy is gone and the old whole stays.
 """
 
 from __future__ import annotations
@@ -12,10 +17,72 @@ import json
 import math
 import os
 import shutil
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+from sim.config.loader import ConfigError
 
 TEMP_PREFIXES = (".tmp-", ".old-")
+
+
+class OutputError(Exception):
+    """Writing an output failed (no space, read-only, a name too long, a link loop); the
+    message names the path and the system's reason."""
+
+
+@contextmanager
+def writing(path: Path | str) -> Iterator[None]:
+    """Turn an OSError inside the block into an OutputError naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def check_output_folder(out_dir: Path | str, kind: str, owned: Callable[[Path], bool]) -> Path:
+    """The resolved folder ``out_dir``, if a command may write its ``kind`` folder there:
+    not a file system root, a file, under a file, a symbolic-link loop, nor a folder holding
+    anything ``owned`` refuses (temporary names of writers aside). A ConfigError names it.
+    Nothing is created."""
+    where = f"output folder {out_dir}"
+    try:
+        final = Path(out_dir).expanduser().resolve()
+        if final == final.parent:
+            raise ConfigError(f"{where}: cannot be a {kind} folder (a file system root)")
+        ancestor = final.parent
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise ConfigError(f"{where}: cannot be created: {ancestor} is a file")
+        if final.exists() and not final.is_dir():
+            raise ConfigError(f"{where}: exists and is not a folder")
+        if final.is_dir():
+            entries = sorted(e for e in final.iterdir() if not e.name.startswith(TEMP_PREFIXES))
+            foreign = [e.name for e in entries if not owned(e)]
+            if foreign:
+                more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+                raise ConfigError(
+                    f"{where}: not empty and not a llumsim {kind} folder (it holds "
+                    f"{foreign[0]!r}{more}); choose a new or empty folder"
+                )
+    except RuntimeError:  # Path.resolve on a symbolic-link loop (Python 3.11)
+        raise ConfigError(f"{where}: cannot be used (a symbolic link loop)") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be used ({exc.strerror or exc})") from None
+    return final
+
+
+def make_folder(folder: Path, where: str) -> None:
+    """Create ``folder`` (and its parents) and prove it writable with a temporary file; a
+    ConfigError naming ``where`` if not."""
+    probe = folder / temp_name(".tmp-", "probe")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot write there ({exc.strerror or exc})") from None
 
 
 def pid_alive(pid: int) -> bool:
@@ -58,25 +125,29 @@ def remove_leftovers(folder: Path, name: str | None = None) -> int:
 
 
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write(tmp_path)`` then rename the file into place (readers never see half)."""
+    """Call ``write(tmp_path)`` then rename the file into place (readers never see half);
+    a failure is an OutputError naming ``path``, and leaves the old file as it was."""
     tmp = path.with_name(temp_name(".tmp-", path.name))
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        with writing(path):
+            write(tmp)
+            os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(OSError):  # never hides the write's own error
+            tmp.unlink(missing_ok=True)
 
 
 def swap_folder(staged: Path, final: Path) -> None:
     """Put the finished folder ``staged`` at ``final``, replacing what is there whole: the old
     folder is renamed aside first, then removed, so ``final`` is never half old, half new."""
-    if final.exists():
-        old = final.with_name(temp_name(".old-", final.name))
-        os.rename(final, old)
-        os.rename(staged, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(staged, final)
+    with writing(final):
+        if final.exists():
+            old = final.with_name(temp_name(".old-", final.name))
+            os.rename(final, old)
+            os.rename(staged, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staged, final)
 
 
 def strict_json(value: Any, indent: int = 1) -> str:

@@ -1,10 +1,13 @@
-"""Bad input of every class a new user meets — config values, names, config files and their
-encoding, traces, output paths — stops ``llumsim run`` with exit code 2 and one line naming
-the key, or the file (row, column), before anything is simulated or written."""
+"""Bad input of every class a new user meets — config values and their coherence, names,
+config files, their encoding and YAML that expands, traces, output paths — stops
+``llumsim run`` with exit code 2 and one line naming the key, or the file (row, column),
+before anything is simulated or written. (Sweeps, capacity and paper:
+``test_bad_inputs_sweeps.py``.)"""
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import typing
 
@@ -12,10 +15,23 @@ import pytest
 
 from sim.cli.main import main
 from sim.config import SimulationConfig
+from sim.config.limits import MAX_YAML_BYTES
+from tests.disk_faults import FailingDisk
 from tests.test_workload_traces import CORRUPT
 
 BASE = "name: bad-input\ncluster: {instances: 2}\nworkload: {source: synthetic, num_requests: 20}\n"
 GAMMA = "workload.arrival.process=gamma"
+SCALING = "autoscale.enabled=true"
+
+
+def laughs(levels: int = 9) -> str:
+    """A flow-style "billion laughs": each anchor a list of ten aliases of the one before,
+    a few hundred bytes as text; at 9 levels the wrapped tree is 12,345,679,019 nodes
+    (level k holds 1 + 10 x level k-1 nodes, level 0 eleven; each wrapper adds one)."""
+    text = "&l0 [x, x, x, x, x, x, x, x, x, x]"
+    for level in range(1, levels + 1):
+        text = f"[{text}, &l{level} [{', '.join([f'*l{level - 1}'] * 10)}]]"
+    return text
 
 # id: (--set overrides, what the one line must contain)
 BAD_VALUES: dict[str, tuple[list[str], str]] = {
@@ -78,6 +94,33 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
     "name '..'": (["name=.."], "name: must be a plain folder name"),
     "empty name": (["name="], "name: must be a plain folder name"),
     "missing trace": (["workload.source=lengths", "workload.trace=traces/nope.csv"], "traces/nope.csv"),
+    # --set values are YAML too, read as boundedly as files
+    "a --set alias cycle": (["workload.arrival.rate=&a [*a]"], "--set workload.arrival.rate: alias *a refers to its own anchor"),
+    "a --set billion laughs": ([f"workload.arrival.rate={laughs()}"], "--set workload.arrival.rate: expands to 12,345,679,019 nodes once aliases are followed (at most 100,000)"),
+    # keys that contradict each other
+    "scaling floor above the start": ([SCALING, "autoscale.min_instances=3"], "autoscale.min_instances: 3 is above the 2 instances the cluster starts with"),
+    "scaling ceiling below the start": ([SCALING, "autoscale.max_instances=1"], "autoscale.max_instances: 1 is below the 2 instances"),
+    "headroom for 2 of 3 tiers": (
+        ["workload.priority.tiers=3", "scheduler.headroom.blocks=[100, 0]"],
+        "scheduler.headroom.blocks: 2 values for workload.priority.tiers=3; it takes 3 (one per tier)",
+    ),
+    "headroom for a tier that is not there": (["scheduler.headroom.blocks=[100, 0]"], "2 values for workload.priority.tiers=1; it takes 1"),
+    "a load target for the lowest tier": (
+        ["workload.priority.tiers=2", "scheduler.priority.load_targets=[1600, 800]"],
+        "scheduler.priority.load_targets: 2 values for workload.priority.tiers=2; it takes 1",
+    ),
+    "an outage with a failure's time": (
+        ["faults=[{kind: scheduler_down, start: 1, end: 2, at: 5}]"],
+        "faults[0].at: not a key of a fault of kind scheduler_down (its keys: start, end, fallback)",
+    ),
+    "a failure with a probability": (
+        ["faults=[{kind: instance_failure, at: 1, instance: 0, probability: 0.5}]"],
+        "faults[0].probability: not a key of a fault of kind instance_failure",
+    ),
+    "a transfer failure with a fallback": (
+        ["faults=[{kind: transfer_failure, probability: 0.5, fallback: random}]"],
+        "faults[0].fallback: not a key of a fault of kind transfer_failure",
+    ),
 }
 
 # id: (config file bytes, what the one line must contain; the file's path is checked too)
@@ -87,26 +130,51 @@ BAD_CONFIG_FILES: dict[str, tuple[bytes, str]] = {
     "bad byte on line 3": (BASE.encode() + b"seed: \x80\n", "(line 4): not UTF-8 text (byte 0x80)"),
     "not YAML": (b"cluster: {instances: 2\n", "not valid YAML"),
     "a list, not a mapping": (b"- 1\n- 2\n", "expected a mapping at the top level"),
+    "a repeated key": (BASE.encode() + b"seed: 1\nseed: 2\n", "(line 5): key 'seed' appears twice in one mapping (first on line 4)"),
+    "a repeated nested key": (b"cluster: {instances: 2, instances: 4}\n", "(line 1): key 'instances' appears twice"),
+    "a billion laughs": (f"workload: {{synthetic: {laughs()}}}\n".encode(), "expands to 12,345,679,023 nodes once aliases are followed"),
+    "an alias cycle": (b"cluster: &c {overhead: *c}\n", "(line 1): alias *c refers to its own anchor (a cycle)"),
+    "too many aliases": (b"a: &a 1\nb: [" + b", ".join([b"*a"] * 1001) + b"]\n", "(line 2): more than 1,000 aliases"),
+    "nested 100 deep": (b"name: " + b"[" * 100 + b"]" * 100 + b"\n", "(line 1): nested more than 64 levels deep"),
+    "over a mebibyte": (BASE.encode() + b"#" * MAX_YAML_BYTES + b"\n", f"bytes; a config or grid is at most {MAX_YAML_BYTES:,}"),
 }
 
 
 def out_cases(tmp_path) -> dict[str, tuple[str, str]]:
-    """id: (--out value, what the one line must contain)."""
+    """id: (--out value, what the one line must contain); the same for every command."""
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     foreign = tmp_path / "home"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("x")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     return {
         "a file": (str(a_file), "exists and is not a folder"),
         "under a file": (str(a_file / "run"), f"cannot be created: {a_file} is a file"),
         "unwritable": ("/proc/llumsim-run", "cannot write there"),
-        "someone's folder": (str(foreign), "not empty and not a llumsim run folder (it holds 'thesis.tex')"),
-        "the root": ("/", "cannot be a run folder"),
+        "someone's folder": (str(foreign), "not empty and not a llumsim "),
+        "the root": ("/", "(a file system root)"),
+        "a link loop": (str(tmp_path / "loop"), "cannot be used (a symbolic link loop)"),
+        "under a link loop": (str(tmp_path / "loop" / "out"), "cannot be used (a symbolic link loop)"),
+        "a name too long": (str(tmp_path / ("x" * 300)), "cannot be used (File name too long)"),
+        "read-only": (str(tmp_path / "ro" / "out"), "cannot write there (Read-only file system)"),
     }
 
 
-OUT_IDS = ["a file", "under a file", "unwritable", "someone's folder", "the root"]
+OUT_IDS = [
+    "a file", "under a file", "unwritable", "someone's folder", "the root", "a link loop",
+    "under a link loop", "a name too long", "read-only",
+]
+
+
+def bad_out(case: str, tmp_path, monkeypatch) -> tuple[str, str]:
+    """--out and the expected line for ``case``; "read-only" mounts its folder read-only
+    (injected: every write under it fails with EROFS)."""
+    out, expected = out_cases(tmp_path)[case]
+    if case == "read-only":
+        (tmp_path / "ro").mkdir()
+        FailingDisk(monkeypatch, tmp_path / "ro", errno.EROFS)
+    return out, expected
 
 
 @pytest.fixture(autouse=True)
@@ -170,10 +238,11 @@ def test_a_bad_output_folder_exits_2_before_the_run(case, tmp_path, capsys, monk
     monkeypatch.setattr(cli_run, "simulate", lambda *a, **k: pytest.fail("the run started"))
     config = tmp_path / "c.yaml"
     config.write_text(BASE)
-    out, expected = out_cases(tmp_path)[case]
+    out, expected = bad_out(case, tmp_path, monkeypatch)
     err = exits_2_with_one_line(["run", str(config), "--quiet", "--out", out], capsys)
     assert err.startswith(f"llumsim: error: output folder {out}: ") and expected in err
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp-")]
+    assert os.listdir(tmp_path / "home") == ["thesis.tex"]
 
 
 def _sections(cls) -> list[type]:

@@ -98,8 +98,8 @@ def scenarios(draw):
 
 def build(s) -> Simulation:
     autoscale = dict(s["autoscale"])
-    if autoscale.get("enabled"):
-        autoscale["max_instances"] = max(autoscale["max_instances"], 1)
+    if autoscale.get("enabled"):  # the ceiling may not be below the start (a ConfigError)
+        autoscale["max_instances"] = max(autoscale["max_instances"], s["instances"])
     config = make_config(
         cluster={
             "instances": s["instances"],

@@ -1,5 +1,6 @@
 """Sweeps end to end on the k_sweep smoke grid: a re-run recomputes nothing; interrupted
-(Ctrl-C, then kill -9) and resumed, a sweep writes the same index as an uninterrupted one;
+(Ctrl-C, kill -9, then a full disk) and resumed, a sweep writes the same index as an
+uninterrupted one;
 Ray runs the same cells to the same values; and the capacity search finds a known boundary."""
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import pandas as pd
 import pytest
 
 from sim.config import ConfigError, load_config
+from sim.files import OutputError
 from sim.sweep import load_grid, run_sweep
 from sim.sweep.capacity import parse_slo, search_capacity
+from tests.disk_faults import FailingDisk
 from tests.sweep_support import GRIDS, REPO, fake_run_cell
 
 SMOKE = GRIDS / "k_sweep_smoke.yaml"
@@ -94,7 +97,18 @@ def test_a_second_run_recomputes_nothing(smoke_results):
     assert {p.name: p.stat().st_mtime_ns for p in done_runs(out)} == stamps
 
 
-def test_interrupted_and_killed_then_resumed_gives_the_uninterrupted_index(smoke_results, tmp_path):
+def assert_whole(out: Path) -> list[Path]:
+    """Every stored run folder is whole; returns them."""
+    kept = done_runs(out)
+    for folder in kept:
+        assert {p.name for p in folder.iterdir()} == {"summary.json", "config.yaml", "code.txt"}
+        json.loads((folder / "summary.json").read_text())
+    return kept
+
+
+def test_interrupted_killed_and_out_of_space_then_resumed_gives_the_uninterrupted_index(
+    smoke_results, tmp_path, monkeypatch
+):
     reference = smoke_results("k_sweep_smoke")
     out = tmp_path / "resumed"
     first = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
@@ -108,18 +122,26 @@ def test_interrupted_and_killed_then_resumed_gives_the_uninterrupted_index(smoke
     wait_for_runs(out, meta["runs_done"] + 10, second)
     second.kill()  # SIGKILL: no clean-up at all
     second.wait(60)
-    kept = done_runs(out)
-    assert len(kept) < SMOKE_RUNS
-    for folder in kept:  # every run folder is whole
-        assert {p.name for p in folder.iterdir()} == {"summary.json", "config.yaml", "code.txt"}
-        json.loads((folder / "summary.json").read_text())
+    killed = len(assert_whole(out))
+    assert killed < SMOKE_RUNS
+
+    # the disk fills 10 runs later (injected at the write: see tests/disk_faults.py)
+    disk = FailingDisk(monkeypatch, out, when=lambda: len(done_runs(out)) >= killed + 10)
+    with pytest.raises(OutputError, match="No space left on device"):
+        run_sweep(load_grid(SMOKE), out, jobs=2)
+    assert disk.failed
+    kept = assert_whole(out)
+    assert len(kept) == killed + 10
+    disk.heal()
 
     third = sweep_cli(str(SMOKE), "--jobs", "2", out=out)
     stdout, stderr = third.communicate(timeout=300)
     assert third.returncode == 0, stderr
     assert f"{len(kept)} reused, {SMOKE_RUNS - len(kept)} computed" in stdout
-    assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".")]
+    assert not [p for p in out.rglob(".*")]
     assert_same_results(out, reference)
+    for name in ("index.parquet", "index.csv"):
+        assert (out / name).read_bytes() == (reference / name).read_bytes()
 
 
 def test_ray_runs_the_same_cells_to_the_same_index(smoke_results, tmp_path):

@@ -1,13 +1,20 @@
-"""Find the highest arrival rate a cluster serves within per-tier latency SLOs (bisection)."""
+"""Find the highest arrival rate a cluster serves within per-tier latency SLOs (bisection).
+
+Exit status: 0, a capacity inside a bracket; 1, no rate meets the SLOs (the lowest rate
+tried misses them); 4, every rate tried meets them (the capacity is at least the highest
+tried); 2, bad input; 3, a run the watchdog stopped.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from sim.cli import add_set_argument
 from sim.cli.sweep import add_execution_arguments
+
+EXIT_NO_RATE_MEETS = 1
+EXIT_EVERY_RATE_MEETS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,14 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim.config import ConfigError, load_config
+    from sim.config import load_config
     from sim.metrics.cost import gpus_per_instance
     from sim.sweep.capacity import parse_slo, search_capacity
 
     config = load_config(args.config, args.overrides)
     slos = [parse_slo(text) for text in args.slo]
-    if args.seeds < 1:
-        raise ConfigError(f"--seeds: must be >= 1, got {args.seeds}")
     out_dir = args.out or Path("results") / "capacity" / config.name
     result = search_capacity(
         config,
@@ -73,17 +78,20 @@ def run(args: argparse.Namespace) -> int:
     gpus = gpus_per_instance(config.cluster)
     cluster = f"{config.cluster.instances} x {config.cluster.model} ({gpus} GPU{'s' if gpus > 1 else ''} each)"
     best = result.best
-    if best is None:
+    if result.answer == "none":
         print(
-            f"\nno rate tried meets the SLOs on {cluster}; lowest tried {result.bracket[1]:g} req/s"
+            f"\nno rate meets the SLOs on {cluster}: the lowest rate tried, "
+            f"{result.bracket[1]:g} req/s, misses them"
         )
-        return 1
-    upper = result.bracket[1]
-    bound = f"(fails at {upper:g})" if math.isfinite(upper) else "(the highest rate tried)"
+        return EXIT_NO_RATE_MEETS
+    if result.answer == "bracketed":
+        head = f"capacity: {best.rate:g} req/s (fails at {result.bracket[1]:g})"
+    else:
+        head = f"capacity: meets the SLOs at every rate tried, up to {best.rate:g} req/s"
     print(
-        f"\ncapacity: {best.rate:g} req/s {bound} on {cluster}, {best.average_gpus:.1f} GPUs on average: "
+        f"\n{head} on {cluster}, {best.average_gpus:.1f} GPUs on average: "
         f"{best.rate / best.average_gpus:.3f} req/s per GPU; cost per 1,000 requests "
         f"{best.cost_per_request * 1000:.3f} at {config.cost.gpu_hour_price:g} per GPU-hour"
     )
     print(f"wrote capacity.json and runs/ to {out_dir}/")
-    return 0
+    return 0 if result.answer == "bracketed" else EXIT_EVERY_RATE_MEETS

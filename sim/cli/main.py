@@ -1,8 +1,9 @@
 """``llumsim`` entry point: sub-commands register themselves in ``COMMANDS``.
 
 Bad input (unknown key, missing file, bad value) exits with code 2 and one line naming the
-key or file — never a traceback. A run the watchdog stops (no progress) exits with code 3
-and one line naming the stuck requests and instances.
+key or file — never a traceback; so does an output that cannot be written (a full disk, a
+read-only file system). A run the watchdog stops (no progress) exits with code 3 and one
+line naming the stuck requests and instances.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Sequence
 
 from sim.config import ConfigError
 from sim.engine.watchdog import SimulationStalled
+from sim.files import OutputError
 
 # sub-command name -> module defining ``add_arguments(parser)`` and ``run(args) -> int``
 COMMANDS = {
@@ -46,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._module.run(args) or 0)
-    except ConfigError as exc:
+    except (ConfigError, OutputError) as exc:
         print(f"llumsim: error: {exc}", file=sys.stderr)
         return 2
     except SimulationStalled as exc:

@@ -1,12 +1,16 @@
-"""Run the Llumnix paper's experiments as its artifact ran them and check the paper's claims."""
+"""Run the Llumnix paper's experiments as its artifact ran them and check the paper's claims.
+
+Exit status as ``llumsim sweep``'s (1: some runs failed; the claims use the others); a
+``--readme`` without the claims markers, or that cannot be written, stops before the sweep.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 from pathlib import Path
 
-from sim.cli.sweep import add_execution_arguments, show_progress
+from sim.cli.sweep import add_execution_arguments, add_retry_argument, report_failures, sweep_or_stop
 
 REPO = Path(__file__).resolve().parents[2]
 GRIDS = REPO / "experiments" / "grids"
@@ -21,16 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/paper or results/paper_smoke)")
     parser.add_argument("--readme", type=Path, help=f"also rewrite the claims table between {README_BEGIN} and {README_END} in this file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_retry_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from sim.config import ConfigError
     from sim.config.loader import read_yaml
-    from sim.sweep import run_sweep
+    from sim.files import atomic_write
     from sim.sweep.grid import expand
     from sim.sweep.paper import claims_table, markdown, runs_table
     from sim.sweep.plots import open_sweep, paper_serving_figure
 
+    if args.readme:
+        readme_text(args.readme)  # a README the table cannot go into fails now, not after the sweep
     path = GRIDS / ("paper_smoke.yaml" if args.smoke else "paper.yaml")
     spec = read_yaml(path)
     if args.only:
@@ -41,22 +48,19 @@ def run(args: argparse.Namespace) -> int:
         spec["parts"] = [part for part in spec["parts"] if part["name"] in args.only]
     grid = expand(spec, str(path), path.parent)
     out_dir = args.out or REPO / "results" / grid.name
-    try:
-        outcome = run_sweep(
-            grid, out_dir, args.jobs, args.backend, args.address, show_progress(args), args.recompute_stale
-        )
-    except KeyboardInterrupt:
-        print(f"{grid.name}: interrupted; finished runs are kept, run the same command to resume", file=sys.stderr)
+    outcome = sweep_or_stop(grid, out_dir, args)
+    if outcome is None:
         return 130
     print(outcome.line())
+    out_dir = outcome.out_dir
     sweep = open_sweep(out_dir.name, out_dir.parent)
     index = sweep.index[sweep.index["config_hash"].isin({run.key for run in grid.runs})]
     runs = runs_table(index)
     claims = claims_table(index, lambda key, name: sweep.table(name, {"config_hash": key}))
     runs_md, claims_md = markdown(runs), markdown(claims)
-    (out_dir / "claims.md").write_text(claims_md + "\n")
-    (out_dir / "runs.md").write_text(runs_md + "\n")
-    claims.to_csv(out_dir / "claims.csv", index=False)
+    for name, text in (("claims.md", claims_md + "\n"), ("runs.md", runs_md + "\n")):
+        atomic_write(out_dir / name, lambda tmp, text=text: tmp.write_text(text))
+    atomic_write(out_dir / "claims.csv", lambda tmp: claims.to_csv(tmp, index=False))
     cells = sweep.aggregate[sweep.aggregate["part"].isin(index["part"].unique())]
     figure = paper_serving_figure(cells, out_dir / "serving.png")
     print("\nRequests each run received (Table 1's statistics) and its mean KV occupancy:\n")
@@ -68,16 +72,37 @@ def run(args: argparse.Namespace) -> int:
     if args.readme:
         replace_block(args.readme, claims_md)
         print(f"rewrote the claims table in {args.readme}")
-    return 0
+    return report_failures(outcome)
+
+
+def readme_text(path: Path) -> str:
+    """The text of the README the claims table goes into: a file, UTF-8, with both markers
+    in order, in a folder that can be written; a ConfigError naming it otherwise."""
+    from sim.config import ConfigError
+
+    where = f"--readme {path}"
+    try:
+        if not path.is_file():
+            raise ConfigError(f"{where}: no such file")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise ConfigError(f"{where}: no {README_BEGIN} ... {README_END} markers (in that order)")
+    if not os.access(path.resolve().parent, os.W_OK):
+        raise ConfigError(f"{where}: its folder cannot be written (the new table is renamed into place)")
+    return text
 
 
 def replace_block(path: Path, block: str) -> None:
-    """Put ``block`` between the README markers (which must exist)."""
-    from sim.config import ConfigError
+    """Put ``block`` between the README markers, replacing the file whole (renamed into
+    place: a failed write leaves it as it was)."""
+    from sim.files import atomic_write
 
-    text = path.read_text()
-    if README_BEGIN not in text or README_END not in text:
-        raise ConfigError(f"{path}: no {README_BEGIN} ... {README_END} markers")
-    head, rest = text.split(README_BEGIN, 1)
+    head, rest = readme_text(path).split(README_BEGIN, 1)
     _, tail = rest.split(README_END, 1)
-    path.write_text(f"{head}{README_BEGIN}\n{block}\n{README_END}{tail}")
+    text = f"{head}{README_BEGIN}\n{block}\n{README_END}{tail}"
+    atomic_write(path, lambda tmp: tmp.write_text(text))

@@ -12,6 +12,7 @@ from typing import Iterator
 from sim.cli import add_set_argument
 from sim.config import load_config
 from sim.engine import simulate
+from sim.files import writing
 from sim.metrics import format_summary, write_run
 from sim.metrics.run_folder import RunFolder
 
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     with sigterm_as_interrupt() as term:
         try:
             result = simulate(config, show_progress)
-            summary = write_run(result, folder, plots=config.output.plots and not args.no_plots)
+            with writing(f"output folder {out_dir}"):  # the previous run there stays whole
+                summary = write_run(result, folder, plots=config.output.plots and not args.no_plots)
         except KeyboardInterrupt:
             if not term.received:
                 raise

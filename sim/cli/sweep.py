@@ -1,4 +1,9 @@
-"""Run a grid of simulations (resumable; local processes or Ray) and write its index."""
+"""Run a grid of simulations (resumable; local processes or Ray) and write its index.
+
+Exit status: 0, every run has a result; 1, some runs failed (stored as failed, listed in
+sweep.json; ``--retry-failed`` reruns them); 2, bad input or an output that cannot be
+written; 130, interrupted (finished runs are kept).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,10 @@ import sys
 from pathlib import Path
 
 from sim.cli import add_set_argument
+from sim.files import OutputError
 from sim.sweep.backends import BACKENDS, default_jobs
+
+EXIT_SOME_FAILED = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +29,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", type=Path, help="results folder (default: results/<grid name>)")
     parser.add_argument("--dry-run", action="store_true", help="list the cells and exit")
+    add_retry_argument(parser)
+
+
+def add_retry_argument(parser: argparse.ArgumentParser) -> None:
+    """--retry-failed: shared with ``llumsim paper``."""
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="rerun the runs stored as failed (default: keep them failed, and say how many)",
+    )
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +67,7 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim.sweep import load_grid, run_sweep
+    from sim.sweep import load_grid
 
     grid = load_grid(args.grid, args.overrides)
     if args.dry_run:
@@ -60,8 +78,21 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     out_dir = args.out or Path("results") / grid.name
+    outcome = sweep_or_stop(grid, out_dir, args)
+    if outcome is None:
+        return 130
+    print(outcome.line())
+    return report_failures(outcome)
+
+
+def sweep_or_stop(grid, out_dir: Path, args: argparse.Namespace):
+    """``run_sweep`` with the command's options; None when interrupted (said on stderr). A
+    failed write says that the finished runs are kept."""
+    from sim.sweep import run_sweep
+
+    resume = "finished runs are kept, run the same command to resume"
     try:
-        outcome = run_sweep(
+        return run_sweep(
             grid,
             out_dir,
             args.jobs,
@@ -69,12 +100,24 @@ def run(args: argparse.Namespace) -> int:
             args.address,
             show_progress(args),
             args.recompute_stale,
+            args.retry_failed,
         )
     except KeyboardInterrupt:
-        print(
-            f"{grid.name}: interrupted; finished runs are kept, run the same command to resume",
-            file=sys.stderr,
-        )
-        return 130
-    print(outcome.line())
-    return 0
+        print(f"{grid.name}: interrupted; {resume}", file=sys.stderr)
+        return None
+    except OutputError as exc:
+        raise OutputError(f"{exc}; {resume}") from None
+
+
+def report_failures(outcome) -> int:
+    """One line on stderr naming the first failed run, if any; the exit status."""
+    if not outcome.failed:
+        return 0
+    first = outcome.failed[0]
+    more = f" and {len(outcome.failed) - 1} more" if len(outcome.failed) > 1 else ""
+    print(
+        f"llumsim: {len(outcome.failed)} runs failed: cell [{first['cell']}] seed {first['seed']}: "
+        f"{first['kind']}: {first['reason']}{more} (sweep.json and the index's status column list them)",
+        file=sys.stderr,
+    )
+    return EXIT_SOME_FAILED

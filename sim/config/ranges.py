@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from sim.config.limits import MAX_NAME_CHARS
 from sim.config.loader import ConfigError
 
 
@@ -71,7 +72,7 @@ DURATION = Range(0.0, 86_400.0, "s")  # waits: at most a day
 FREENESS = Range(-1e7, 1e7)  # blocks per request, either sign
 INSTANCES = Range(1, 4096)
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_+=,@~-][A-Za-z0-9_.+=,@~-]{0,199}")
+_PLAIN_NAME = re.compile(rf"[A-Za-z0-9_+=,@~-][A-Za-z0-9_.+=,@~-]{{0,{MAX_NAME_CHARS - 1}}}")
 
 
 def check_run_name(key: str, name: str) -> str:
@@ -80,6 +81,7 @@ def check_run_name(key: str, name: str) -> str:
     require(
         bool(_PLAIN_NAME.fullmatch(name)),
         f"{key}: must be a plain folder name (letters, digits, '_.+=,@~-', not starting with "
-        f"'.', at most 200 characters), got {name!r}",
+        f"'.', at most {MAX_NAME_CHARS} characters), got "
+        + (repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name):,} characters)"),
     )
     return name

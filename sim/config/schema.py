@@ -11,7 +11,7 @@ The ``workload`` section lives in ``sim.config.workload_schema``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Literal, Optional
 
 from sim.config.ranges import (
@@ -280,8 +280,24 @@ class FaultConfig:
         "probability": FRACTION,
     }
 
+    # the keys each kind reads (besides ``kind``); another kind's key set to anything but
+    # its default is a mistake (``at`` on an outage), not something to ignore
+    KEYS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "scheduler_down": ("start", "end", "fallback"),
+        "instance_failure": ("at", "instance", "on_failure", "restart_after"),
+        "transfer_failure": ("probability", "start", "end"),
+    }
+
     def __post_init__(self) -> None:
         check_ranges(self)
+        own = self.KEYS[self.kind]
+        for f in fields(self):
+            if f.name == "kind" or f.name in own or f.default is MISSING:
+                continue
+            require(
+                getattr(self, f.name) == f.default,
+                f"{f.name}: not a key of a fault of kind {self.kind} (its keys: {', '.join(own)})",
+            )
         if self.kind == "scheduler_down":
             require(
                 self.start is not None and self.end is not None and self.end > self.start >= 0,
@@ -360,9 +376,48 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         check_ranges(self)
         check_run_name("name", self.name)
+        self._check_scaling_bounds()
+        self._check_tier_lists()
         for index, fault in enumerate(self.faults):
             require(
                 fault.kind != "instance_failure" or fault.instance < self.cluster.instances,
                 f"faults[{index}].instance: no instance {fault.instance} at start "
                 f"(instances 0..{self.cluster.instances - 1})",
+            )
+
+    def _check_scaling_bounds(self) -> None:
+        """Auto-scaling starts from ``cluster.instances``, which must lie within its bounds."""
+        scale, start = self.autoscale, self.cluster.instances
+        if not scale.enabled:
+            return  # the bounds are not read
+        require(
+            scale.min_instances <= start,
+            f"autoscale.min_instances: {scale.min_instances} is above the {start} instances the "
+            "cluster starts with (cluster.instances)",
+        )
+        require(
+            scale.max_instances >= start,
+            f"autoscale.max_instances: {scale.max_instances} is below the {start} instances the "
+            "cluster starts with (cluster.instances)",
+        )
+
+    def _check_tier_lists(self) -> None:
+        """Per-tier lists have one value per tier they describe: K for headroom, K - 1 for
+        load targets (the least critical tier has none); a list of another length would be
+        cut or padded without a word."""
+        tiers = self.workload.priority.tiers
+        lists = (
+            ("scheduler.headroom.blocks", self.scheduler.headroom.blocks, tiers, "one per tier"),
+            (
+                "scheduler.priority.load_targets",
+                self.scheduler.priority.load_targets,
+                tiers - 1,
+                "one per tier but the least critical",
+            ),
+        )
+        for key, values, wanted, rule in lists:
+            require(
+                values is None or len(values) == wanted,
+                f"{key}: {len(values or ())} values for workload.priority.tiers={tiers}; it takes "
+                f"{wanted} ({rule})",
             )

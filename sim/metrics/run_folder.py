@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sim.config import ConfigError
-from sim.files import TEMP_PREFIXES, remove_leftovers, swap_folder, temp_name
+from sim.files import TEMP_PREFIXES, check_output_folder, remove_leftovers, swap_folder, temp_name
 
 # every name a run may write (sim.metrics.report.write_run)
 RUN_FILES = frozenset(
@@ -37,6 +37,10 @@ RUN_FILES = frozenset(
 )
 
 
+def _run_output(entry: Path) -> bool:
+    return entry.name in RUN_FILES and entry.is_file()
+
+
 @dataclass
 class RunFolder:
     final: Path  # where the run's outputs end up
@@ -45,37 +49,22 @@ class RunFolder:
 
     @classmethod
     def prepare(cls, out_dir: Path) -> RunFolder:
-        """Check, before the run, that ``out_dir`` can take it, and create the staging folder
-        beside it (which proves the place writable). A ConfigError names the folder."""
-        where = f"output folder {out_dir}"
-        final = Path(out_dir).expanduser().resolve()
-        if final == final.parent:
-            raise ConfigError(f"{where}: cannot be a run folder (a file system root)")
-        ancestor = final.parent
-        while not ancestor.exists():
-            ancestor = ancestor.parent
-        if not ancestor.is_dir():
-            raise ConfigError(f"{where}: cannot be created: {ancestor} is a file")
-        if final.exists() and not final.is_dir():
-            raise ConfigError(f"{where}: exists and is not a folder")
-        replaces = False
-        if final.is_dir():
-            entries = sorted(e for e in final.iterdir() if not e.name.startswith(TEMP_PREFIXES))
-            foreign = [e.name for e in entries if e.name not in RUN_FILES or not e.is_file()]
-            if foreign:
-                raise ConfigError(
-                    f"{where}: not empty and not a llumsim run folder (it holds {foreign[0]!r}"
-                    f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}); a run "
-                    "folder holds one run only: choose a new or empty folder"
-                )
-            replaces = bool(entries)
+        """Check, before the run, that ``out_dir`` can take it (``check_output_folder``), and
+        create the staging folder beside it (which proves the place writable). A
+        ConfigError names the folder."""
+        final = check_output_folder(out_dir, "run", _run_output)
+        replaces = final.is_dir() and any(
+            not e.name.startswith(TEMP_PREFIXES) for e in final.iterdir()
+        )
         staging = final.parent / temp_name(".tmp-", final.name)
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
             remove_leftovers(final.parent, final.name)
             staging.mkdir()
         except OSError as exc:
-            raise ConfigError(f"{where}: cannot write there ({exc.strerror or exc})") from None
+            raise ConfigError(
+                f"output folder {out_dir}: cannot write there ({exc.strerror or exc})"
+            ) from None
         return cls(final, staging, replaces)
 
     def commit(self) -> None:

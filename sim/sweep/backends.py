@@ -1,9 +1,10 @@
 """Where runs execute: a local pool of long-lived worker processes, or Ray tasks.
 
 Both take the same tasks (store key, config, tables to keep) and yield (key, summary) as
-runs finish, in any order; workers only compute and return, the driver alone writes. A
-worker imports the simulator once and keeps its replica models warm across runs
-(``sim.sweep.cell``).
+runs finish, in any order — or (key, ``RunError``) for a run that met bad input only while
+running (a trace row) or that the watchdog stopped, so one failed cell does not stop the
+others; workers only compute and return, the driver alone writes. A worker imports the
+simulator once and keeps its replica models warm across runs (``sim.sweep.cell``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence, Union
 
 from sim.config import ConfigError, SimulationConfig
+from sim.engine.watchdog import SimulationStalled
 
 BACKENDS = ("local", "ray")
 
@@ -24,26 +26,27 @@ class Task(NamedTuple):
     tables: tuple[str, ...]
 
 
-class RunFailed(Exception):
-    """A run raised in a worker; carries the task so the driver can name the cell."""
+class RunError(NamedTuple):
+    """Why a run has no result: ``kind`` is ``error`` (a ConfigError met while running, such
+    as a bad trace row) or ``stalled`` (the watchdog stopped it); ``reason`` is its line."""
 
-    def __init__(self, task: Task, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.task = task
-        self.error = error
-
-    def __reduce__(self):  # rebuilt in the driver from both fields, not from str(self)
-        return (RunFailed, (self.task, self.error))
+    kind: str
+    reason: str
 
 
-def run_task(task: Task) -> tuple[str, dict[str, Any]]:
+Outcome = Union[dict[str, Any], RunError]  # a run's summary, or why there is none
+
+
+def run_task(task: Task) -> tuple[str, Outcome]:
     """Executed in a worker: one run through the simulator adapter."""
     from sim.sweep.cell import run_cell
 
     try:
         return task.key, run_cell(task.config, task.tables)
-    except ConfigError as exc:  # picklable and names the key; the driver adds the cell
-        raise RunFailed(task, exc) from None
+    except ConfigError as exc:  # the message names the key; the driver adds the cell
+        return task.key, RunError("error", str(exc))
+    except SimulationStalled as exc:
+        return task.key, RunError("stalled", str(exc))
 
 
 def default_jobs() -> int:
@@ -65,22 +68,25 @@ def _worker_init() -> None:
         pass
 
 
-def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
+def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, Outcome]]:
     """A pool of ``jobs`` long-lived processes (forked: the imports are already done)."""
     import multiprocessing
 
-    if not tasks:
-        return
     # fork where available: workers start with the driver's imports and warm replica models
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     if method == "fork":
         from sim.sweep.cell import warm
 
+        ready = []
         for task in tasks:
             try:
                 warm(task.config)
-            except ConfigError as exc:
-                raise RunFailed(task, exc) from None
+                ready.append(task)
+            except ConfigError as exc:  # its replica model cannot load: the run fails alone
+                yield task.key, RunError("error", str(exc))
+        tasks = ready
+    if not tasks:
+        return
     pool = multiprocessing.get_context(method).Pool(min(jobs, len(tasks)), _worker_init)
     try:
         yield from pool.imap_unordered(run_task, tasks, chunksize=1)
@@ -92,7 +98,7 @@ def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, dict[str,
 
 def run_ray(
     tasks: Sequence[Task], jobs: int | None, address: str | None = None
-) -> Iterator[tuple[str, dict[str, Any]]]:
+) -> Iterator[tuple[str, Outcome]]:
     """The same runs as Ray tasks, on a local Ray (``jobs`` CPUs, default all cores) or the
     cluster at ``address`` (at most ``jobs`` runs at a time, default as many as it has CPUs).
 
@@ -132,11 +138,7 @@ def run_ray(
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 pending.pop(ref)
-                try:
-                    yield ray.get(ref)
-                except ray.exceptions.RayTaskError as exc:
-                    cause = exc.as_instanceof_cause()
-                    raise cause if isinstance(cause, RunFailed) else exc
+                yield ray.get(ref)
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
@@ -149,8 +151,8 @@ def execute(
     backend: str = "local",
     jobs: int | None = None,
     address: str | None = None,
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Run ``tasks`` on ``backend``; yields (key, summary) as each finishes."""
+) -> Iterator[tuple[str, Outcome]]:
+    """Run ``tasks`` on ``backend``; yields (key, summary or RunError) as each finishes."""
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs: must be >= 1, got {jobs}")
     if backend == "local":

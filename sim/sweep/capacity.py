@@ -9,6 +9,12 @@ or refined search reuses every point already computed.
 Latency grows with load but, measured on a finite run, not strictly monotonically: near
 the knee two seeds can disagree. Bisection reports *a* boundary inside the final bracket;
 use several seeds there.
+
+The search stays within the rates a config accepts (``workload.arrival.rate``'s range), so
+it has three answers (``Capacity.answer``): a rate inside a bracket; no rate meets the SLOs
+(the lowest rate tried misses them); or every rate tried meets them, up to the highest
+(then the rate is only a lower bound). Everything the search needs is checked first: a
+bracket the wrong way round, a non-finite or non-positive bound, a tier the config lacks.
 """
 
 from __future__ import annotations
@@ -20,16 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
+from sim.config import ArrivalConfig, ConfigError, SimulationConfig, from_dict, to_dict
+from sim.config.limits import MAX_SEEDS
+from sim.engine.watchdog import SimulationStalled
 from sim.files import atomic_write, strict_json
 from sim.metrics.summary import LATENCY_METRICS
-from sim.sweep.backends import RunFailed, Task, execute
+from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.cell import check_cell
+from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import normalize, run_key
 from sim.sweep.store import RunStore
 
 _SLO = re.compile(r"(?:tier(\d+)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
-MAX_STEPS = 40
+MAX_STEPS = 40  # bisection steps (from a bracket a factor 2 wide: 2^-40)
+BRACKET_STEPS = 12  # doublings or halvings looking for a bracket (x4096 either way)
+RATES = ArrivalConfig.RANGES["rate"]  # the rates a config accepts: the search stays within
+SEED_LIMIT = SimulationConfig.RANGES["seed"].high
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,8 @@ def parse_slo(text: str) -> Slo:
         bound = float(limit)
     except ValueError:
         raise ConfigError(f"--slo {text!r}: {limit!r} is not a number of seconds") from None
+    if not (math.isfinite(bound) and bound > 0):
+        raise ConfigError(f"--slo {text!r}: the bound must be a finite number of seconds > 0")
     return Slo(None if tier is None else int(tier), metric, stat, bound)
 
 
@@ -91,12 +105,20 @@ class Capacity:
     """The search's answer: the highest rate found meeting every SLO (None: not even the lowest tried)."""
 
     rate: float | None
-    bracket: tuple[float, float]
+    bracket: tuple[float, float]  # (highest meeting or 0, lowest failing or inf)
     points: list[Point] = field(default_factory=list)
 
     @property
     def best(self) -> Point | None:
         return next((p for p in self.points if p.rate == self.rate), None)
+
+    @property
+    def answer(self) -> str:
+        """``bracketed`` (a capacity), ``none`` (no rate meets) or ``unbounded`` (every rate
+        tried meets, up to ``rate``)."""
+        if self.rate is None:
+            return "none"
+        return "bracketed" if math.isfinite(self.bracket[1]) else "unbounded"
 
 
 def _with(config: SimulationConfig, rate: float, seed: int) -> SimulationConfig:
@@ -129,11 +151,12 @@ class _Evaluator:
             for k, c in zip(keys, configs)
             if not self.store.is_done(k, this_code_only=self.recompute_stale)
         ]
-        try:
-            for key, summary in execute(tasks, self.backend, self.jobs, self.address):
-                self.store.write(key, configs[keys.index(key)], summary)
-        except RunFailed as exc:
-            raise ConfigError(f"rate {rate:g} seed {exc.task.config.seed}: {exc.error}") from None
+        for key, result in execute(tasks, self.backend, self.jobs, self.address):
+            config = configs[keys.index(key)]
+            if isinstance(result, RunError):  # a rate with a failed run cannot be judged
+                where = f"rate {rate:g} seed {config.seed}: {result.reason}"
+                raise SimulationStalled(where) if result.kind == "stalled" else ConfigError(where)
+            self.store.write(key, config, result)
         summaries = [self.store.summary(k) for k in keys]
         values = {
             slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in self.slos
@@ -167,17 +190,10 @@ def search_capacity(
     """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``;
     every point's runs come from the store unless missing (or, with ``recompute_stale``,
     made by other code)."""
-    if not slos:
-        raise ConfigError("--slo: give at least one SLO")
-    if config.workload.arrival.rate is None:
-        raise ConfigError("workload.arrival.rate: capacity search varies the rate; set one")
-    if not 0 < tolerance < 1:
-        raise ConfigError(f"--tolerance: must be in (0, 1), got {tolerance}")
-    for name, bound in (("--low", low), ("--high", high)):
-        if bound is not None and bound <= 0:
-            raise ConfigError(f"{name}: must be > 0 req/s, got {bound}")
+    check_search(config, slos, seeds, low, high, tolerance)
     check_cell(config)
-    store = RunStore(Path(out_dir) / "runs")
+    out_dir = prepare_results_folder(out_dir)
+    store = RunStore(out_dir / "runs")
     store.clean()
     evaluate = _Evaluator(
         config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, recompute_stale
@@ -199,8 +215,47 @@ def search_capacity(
     return result
 
 
+def check_search(
+    config: SimulationConfig,
+    slos: Sequence[Slo],
+    seeds: int,
+    low: float | None,
+    high: float | None,
+    tolerance: float,
+) -> None:
+    """Everything a search needs, checked before its first run (a ConfigError names it)."""
+    if not slos:
+        raise ConfigError("--slo: give at least one SLO")
+    arrival = config.workload.arrival
+    if arrival.rate is None:
+        raise ConfigError("workload.arrival.rate: capacity search varies the rate; set one")
+    if arrival.process == "burst":
+        raise ConfigError("workload.arrival.process: burst ignores the rate, which capacity search varies")
+    if not 0 < tolerance < 1:
+        raise ConfigError(f"--tolerance: must be in (0, 1), got {tolerance}")
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise ConfigError(f"--seeds: must be in 1..{MAX_SEEDS:,}, got {seeds}")
+    if config.seed + seeds - 1 > SEED_LIMIT:
+        raise ConfigError(f"--seeds: seeds {config.seed}..{config.seed + seeds - 1} pass {SEED_LIMIT}")
+    for name, bound in (("--low", low), ("--high", high)):
+        if bound is not None and not RATES.low <= bound <= RATES.high:  # NaN fails too
+            raise ConfigError(
+                f"{name}: must be a rate in [{RATES.low:g}, {RATES.high:g}] req/s, got {bound:g}"
+            )
+    if low is not None and high is not None and not low < high:
+        raise ConfigError(f"--low: {low:g} req/s is not below --high ({high:g})")
+    tiers = config.workload.priority.tiers
+    for slo in slos:
+        if slo.tier is not None and slo.tier >= tiers:
+            raise ConfigError(
+                f"--slo {slo.name}: no tier {slo.tier} (workload.priority.tiers={tiers}: tiers "
+                f"0..{tiers - 1})"
+            )
+
+
 def _bracket(evaluate, low, high, start) -> tuple[float | None, float | None]:
-    """(highest rate meeting, lowest failing) from doubling/halving; None where not found."""
+    """(highest rate meeting, lowest failing) from doubling/halving within ``RATES``; None
+    where not found (no rate meets, or every rate tried does)."""
     lo = _round(low) if low is not None else None
     hi = _round(high) if high is not None else None
     if lo is not None and not evaluate(lo).meets:
@@ -208,26 +263,30 @@ def _bracket(evaluate, low, high, start) -> tuple[float | None, float | None]:
     if hi is not None and evaluate(hi).meets:
         return hi, None
     if lo is None and hi is None:
-        probe = _round(start)
+        probe = _round(min(max(start, RATES.low), RATES.high))
         if evaluate(probe).meets:
             lo = probe
         else:
             hi = probe
-    for _ in range(12):
+    for _ in range(BRACKET_STEPS):
+        if lo is not None and hi is not None:
+            break
         if lo is None:
-            candidate = _round(hi / 2)
-            if evaluate(candidate).meets:
-                lo = candidate
-            else:
-                hi = candidate
-        elif hi is None:
-            candidate = _round(lo * 2)
+            candidate = _round(max(hi / 2, RATES.low))
+            if candidate >= hi:
+                break  # the lowest rate a config takes misses the SLOs
             if evaluate(candidate).meets:
                 lo = candidate
             else:
                 hi = candidate
         else:
-            break
+            candidate = _round(min(lo * 2, RATES.high))
+            if candidate <= lo:
+                break  # the highest rate a config takes meets them
+            if evaluate(candidate).meets:
+                lo = candidate
+            else:
+                hi = candidate
     return lo, hi
 
 

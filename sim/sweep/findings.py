@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sim.sweep.index import ok_rows
 from sim.sweep.paper import markdown
 from sim.sweep.stats import aggregate, paired
 
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a k_sweep results folder (index.parquet)")
     args = parser.parse_args(argv)
-    index = pd.read_parquet(args.results / "index.parquet")
+    index = ok_rows(pd.read_parquet(args.results / "index.parquet"))
     table = markdown(findings(index))
     (args.results / "findings.md").write_text(table + "\n")
     figure(index, args.results / "k_sweep.png")

@@ -20,11 +20,13 @@ import copy
 import dataclasses
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from sim.config import ConfigError, OutputConfig, SimulationConfig, config_hash, from_dict
+from sim.config.limits import MAX_GRID_RUNS, MAX_SEEDS
 from sim.config.loader import apply_overrides, read_yaml, set_dotted
 from sim.config.ranges import check_run_name
 
@@ -245,6 +247,9 @@ def run_key(config: SimulationConfig) -> str:
 def _seeds(spec: Any, base_seed: int) -> list[int]:
     if isinstance(spec, bool):
         raise ConfigError(f"seeds: expected a count or a list of seeds, got {spec!r}")
+    count = spec if isinstance(spec, int) else len(spec) if isinstance(spec, list) else 0
+    if count > MAX_SEEDS:
+        raise ConfigError(f"seeds: {count:,} seeds per cell; at most {MAX_SEEDS:,}")
     if isinstance(spec, int):
         if spec < 1:
             raise ConfigError(f"seeds: must be >= 1, got {spec}")
@@ -258,6 +263,26 @@ def _seeds(spec: Any, base_seed: int) -> list[int]:
             raise ConfigError(f"seeds: repeated seed in {spec}")
         return list(spec)
     raise ConfigError(f"seeds: expected a count >= 1 or a list of seeds >= 0, got {spec!r}")
+
+
+def _tables(spec: Any) -> tuple[str, ...]:
+    if spec is None:
+        return ()
+    if not isinstance(spec, list):
+        raise ConfigError(f"tables: expected a list of table names ({', '.join(TABLES)}), got {spec!r}")
+    for table in spec:
+        if table not in TABLES:
+            raise ConfigError(f"tables: unknown table {table!r} (known: {', '.join(TABLES)})")
+    return tuple(spec)
+
+
+def _text(spec: Mapping, key: str) -> str | None:
+    value = spec.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{key}: expected text, got {value!r}")
+    return str(value)
 
 
 def _base(spec: Any, grid_dir: Path) -> dict:
@@ -276,24 +301,51 @@ def _apply(data: dict, settings: Mapping[str, Any]) -> None:
         set_dotted(data, str(key), value)
 
 
-def _part_cells(
-    base: dict, part: Mapping, shared: list[_Dimension], part_name: str | None
-) -> list[tuple[Cell, dict]]:
+@dataclass(frozen=True)
+class _Part:
+    """One product of the grid, planned: its settings and dimensions, not yet multiplied out."""
+
+    name: str | None
+    data: dict  # the part's base config with the grid's and the part's ``set`` applied
+    dims: list[_Dimension]
+
+    @property
+    def cells(self) -> int:
+        return math.prod(len(dim.options) for dim in self.dims)
+
+
+def _plan_part(base: dict, part: Mapping, shared: list[_Dimension], part_name: str | None) -> _Part:
     where = f"parts.{part_name}" if part_name is not None else ""
     dims = shared + _dimensions(part, where)
     _check_disjoint(dims)
     data = copy.deepcopy(base)
     if "set" in part:
         _apply(data, _mapping(part["set"], f"{where}.set" if where else "set"))
+    return _Part(part_name, data, dims)
+
+
+def _check_size(plan: Sequence[_Part], seeds: int) -> None:
+    """Refuse a grid too large to hold (``MAX_GRID_RUNS``) before multiplying it out."""
+    runs = sum(part.cells for part in plan) * seeds
+    if runs > MAX_GRID_RUNS:
+        sizes = " + ".join(f"{part.cells:,}" for part in plan)
+        key = "parts" if len(plan) > 1 else "axes/zip/variants"
+        raise ConfigError(
+            f"{key}: {sizes} cells x {seeds:,} seeds = {runs:,} runs; a grid has at most "
+            f"{MAX_GRID_RUNS:,} (split it into several grids)"
+        )
+
+
+def _part_cells(part: _Part) -> list[tuple[Cell, dict]]:
     cells = []
-    for combo in itertools.product(*(dim.options for dim in dims)):
-        coords: dict[str, Any] = {PART_COLUMN: part_name} if part_name is not None else {}
+    for combo in itertools.product(*(dim.options for dim in part.dims)):
+        coords: dict[str, Any] = {PART_COLUMN: part.name} if part.name is not None else {}
         settings: dict[str, Any] = {}
         for option in combo:
             coords.update(option.coords)
             settings.update(option.settings)
         label = ", ".join(f"{k}={v}" for k, v in coords.items())
-        cell_data = copy.deepcopy(data)
+        cell_data = copy.deepcopy(part.data)
         _apply(cell_data, settings)
         cells.append((Cell(label or "base", coords, settings), cell_data))
     return cells
@@ -309,6 +361,12 @@ def expand(
     grid_dir = grid_dir or Path.cwd()
     try:
         _unknown(spec, GRID_KEYS, "")
+        if not any(key in spec for key in GRID_KEYS if key not in ("name", "description")):
+            raise ConfigError(
+                "an empty grid: give a base config, settings or dimensions "
+                f"({', '.join(GRID_KEYS[2:])})"
+            )
+        name_spec, description = _text(spec, "name"), _text(spec, "description")
 
         def resolved_base(base_spec: Any) -> dict:
             """A base config with the command-line overrides and the grid's ``set`` on top."""
@@ -318,18 +376,15 @@ def expand(
             return data
 
         base = resolved_base(spec.get("base"))
-        if "seed" in base and not isinstance(base["seed"], int):
+        if "seed" in base and (not isinstance(base["seed"], int) or isinstance(base["seed"], bool)):
             raise ConfigError(f"seed: expected an integer, got {base['seed']!r}")
         seeds = _seeds(spec.get("seeds", 1), int(base.get("seed", 0)))
-        tables = tuple(spec.get("tables") or ())
-        for table in tables:
-            if table not in TABLES:
-                raise ConfigError(f"tables: unknown table {table!r} (known: {', '.join(TABLES)})")
+        tables = _tables(spec.get("tables"))
         shared = _dimensions(spec, "")
         parts = spec.get("parts")
-        pairs: list[tuple[Cell, dict]] = []
+        plan: list[_Part] = []
         if parts is None:
-            pairs = _part_cells(base, {}, shared, None)
+            plan.append(_plan_part(base, {}, shared, None))
         else:
             if not isinstance(parts, list) or not parts:
                 raise ConfigError("parts: expected a non-empty list of parts")
@@ -342,24 +397,26 @@ def expand(
                     raise ConfigError(f"parts.{name}: two parts with this name")
                 names.append(name)
                 part_base = resolved_base(part["base"]) if "base" in part else base
-                pairs += _part_cells(part_base, part, shared, name)
+                plan.append(_plan_part(part_base, part, shared, name))
+        _check_size(plan, len(seeds))
+        pairs = [pair for part in plan for pair in _part_cells(part)]
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     columns = list(dict.fromkeys(column for cell, _ in pairs for column in cell.coords))
     runs = []
     for cell, data in pairs:
-        for seed in seeds:
-            data["seed"] = seed
-            try:
-                config = normalize(from_dict(SimulationConfig, data))
-            except ConfigError as exc:
-                raise ConfigError(f"{source}: cell [{cell.label}]: {exc}") from None
-            runs.append(Run(cell, seed, config, config_hash(config)))
-    name = check_run_name(f"{source}: name", str(spec.get("name") or Path(source).stem))
+        try:
+            config = normalize(from_dict(SimulationConfig, data))
+            for seed in seeds:  # one typed config per cell, copied per seed (and re-checked)
+                seeded = dataclasses.replace(config, seed=seed)
+                runs.append(Run(cell, seed, seeded, config_hash(seeded)))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: cell [{cell.label}]: {exc}") from None
+    name = check_run_name(f"{source}: name", name_spec or Path(source).stem)
     return Grid(
         name=name,
         source=source,
-        description=str(spec.get("description") or ""),
+        description=description or "",
         seeds=seeds,
         columns=columns,
         cells=[cell for cell, _ in pairs],

@@ -1,7 +1,8 @@
 """The index of a sweep: one row per cell and seed, its coordinates and every summary metric.
 
 Columns: the grid's coordinate columns (axis keys, zip keys, variant groups, ``part``),
-``seed``, ``config_hash`` (the run's store key), then the summary flattened to dotted names
+``seed``, ``config_hash`` (the run's store key), ``status`` (``ok``, or ``failed`` with the
+reason in ``error`` and no metrics: ``ok_rows`` drops those), then the summary flattened to dotted names
 (``latency.prefill_latency.p99``, ``latency_by_tier.2.e2e_latency.mean``,
 ``cost.cost_per_latency``, ``migration.downtime.p99``, ...). Wall-clock fields are left out,
 so the index is a pure function of the grid: a resumed, a re-run and a Ray sweep all write
@@ -19,7 +20,8 @@ from sim.files import atomic_write
 from sim.sweep.grid import Grid
 from sim.sweep.store import RunStore
 
-KEY_COLUMNS = ("seed", "config_hash")
+KEY_COLUMNS = ("seed", "config_hash", "status")
+OK, FAILED = "ok", "failed"
 # summary entries that are not metrics of the run, or not a function of its config
 _SKIP = {
     "name",
@@ -53,20 +55,29 @@ def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def build_index(grid: Grid, store: RunStore) -> pd.DataFrame:
-    """The index rows of every stored run of ``grid``, in grid order."""
+    """The index rows of every stored run of ``grid``, results and failures, in grid order."""
     rows = []
     for run in grid.runs:
-        if not store.is_done(run.key):
-            continue
-        metrics = flatten(store.summary(run.key))
         row = {column: run.cell.coords.get(column) for column in grid.columns}
         row.update(seed=run.seed, config_hash=run.key)
-        row.update({k: v for k, v in metrics.items() if k not in row})
+        if store.is_done(run.key):
+            row["status"] = OK
+            row.update({k: v for k, v in flatten(store.summary(run.key)).items() if k not in row})
+        elif store.is_failed(run.key):
+            failure = store.failure(run.key)
+            row.update(status=FAILED, error=f"{failure.kind}: {failure.reason}")
+        else:
+            continue
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         frame = pd.DataFrame(columns=[*grid.columns, *KEY_COLUMNS])
     return _arrow_safe(frame)
+
+
+def ok_rows(index: pd.DataFrame) -> pd.DataFrame:
+    """The rows of runs that have results (failed runs have none to average or compare)."""
+    return index[index["status"] == OK] if "status" in index else index
 
 
 def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:

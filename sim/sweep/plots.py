@@ -22,6 +22,8 @@ from matplotlib.ticker import FuncFormatter
 import numpy as np
 import pandas as pd
 
+from sim.files import atomic_write
+from sim.sweep.index import ok_rows
 from sim.sweep.store import RunStore
 
 RESULTS_ENV = "LLUMSIM_RESULTS"  # folder holding sweep results (default: <repo>/results)
@@ -35,7 +37,7 @@ class Sweep:
 
     root: Path
     meta: dict[str, Any]
-    index: pd.DataFrame
+    index: pd.DataFrame  # the runs with results (failed runs are listed in meta)
     aggregate: pd.DataFrame
 
     @property
@@ -78,7 +80,7 @@ def open_sweep(name: str, results: str | Path | None = None) -> Sweep:
     return Sweep(
         root=root,
         meta=json.loads((root / "sweep.json").read_text()),
-        index=pd.read_parquet(root / "index.parquet"),
+        index=ok_rows(pd.read_parquet(root / "index.parquet")),  # runs with results
         aggregate=pd.read_parquet(root / "aggregate.parquet"),
     )
 
@@ -382,6 +384,8 @@ def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
         title="Serving (Fig. 11 set-ups): P99 prefill latency against the arrival rate",
         ylabel="P99 prefill (s)",
     )
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=90, format="png"))
+    finally:
+        plt.close(fig)
     return path

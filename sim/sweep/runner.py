@@ -3,7 +3,11 @@
 ``<out>/`` gets ``runs/<key>/`` (one folder per run, see ``store``), ``index.parquet`` /
 ``index.csv`` (one row per cell and seed), ``aggregate.parquet`` / ``aggregate.csv`` (one
 row per cell: means over seeds with bootstrap intervals) and ``sweep.json`` (the grid's
-name, source, coordinate columns, seeds, and whether every run is done).
+name, source, coordinate columns, seeds, the failed runs, and whether every run is done).
+
+A run that fails (bad input met only while running, or stopped by the watchdog) is stored
+as failed: listed in ``sweep.json``, a ``failed`` row in the index, left out of the
+aggregate, counted in the summary line, and not rerun until ``retry_failed``.
 """
 
 from __future__ import annotations
@@ -15,26 +19,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.config import ConfigError
-from sim.files import atomic_write, remove_leftovers
-from sim.sweep.backends import RunFailed, Task, execute
+from sim.files import OutputError, atomic_write, remove_leftovers
+from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.cell import check_cell
+from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import Grid, Run
-from sim.sweep.index import build_index, write_table
+from sim.sweep.index import FAILED, build_index, ok_rows, write_table
 from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
 
 @dataclass
 class SweepOutcome:
-    """What a sweep did: runs in the grid, reused from the store, computed now."""
+    """What a sweep did: runs in the grid, reused from the store, computed now, failed."""
 
     grid: str
     out_dir: Path
     runs: int
     unique: int  # distinct configs (runs sharing a key run once)
-    reused: int
+    reused: int = 0  # results taken from the store
     reused_from_other_code: int = 0  # of ``reused``: stored by a different simulator version
     computed: int = 0
+    failed: list[dict] = field(default_factory=list)  # every stored failure (``failures``)
     wall_seconds: float = 0.0  # the whole sweep: checks, runs, indexes
     run_seconds: float = 0.0  # from the first task handed out to the last result stored
     interrupted: bool = False
@@ -48,9 +54,14 @@ class SweepOutcome:
             if self.reused_from_other_code
             else ""
         )
+        failed = (
+            f", {len(self.failed)} FAILED (sweep.json lists them; --retry-failed reruns them)"
+            if self.failed
+            else ""
+        )
         return (
             f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused{other}, "
-            f"{self.computed} computed in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running); wrote "
+            f"{self.computed} computed{failed} in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running); wrote "
             f"{', '.join(self.files)} to {self.out_dir}/"
         )
 
@@ -68,21 +79,29 @@ def check_grid(grid: Grid) -> None:
             raise ConfigError(f"{grid.source}: cell [{run.cell.label}]: {exc}") from None
 
 
-def pending(grid: Grid, store: RunStore, recompute_stale: bool = False) -> list[Task]:
-    """One task per distinct run key the store does not have (with every kept table), or
-    has from other code when ``recompute_stale``."""
+def pending(
+    grid: Grid, store: RunStore, recompute_stale: bool = False, retry_failed: bool = False
+) -> list[Task]:
+    """One task per distinct run key the store has no result for (with every kept table),
+    or has from other code when ``recompute_stale``; runs stored as failed only when
+    ``retry_failed``."""
     tasks: dict[str, Task] = {}
     for run in grid.runs:
-        if run.key not in tasks and not store.is_done(run.key, grid.tables, recompute_stale):
-            tasks[run.key] = Task(run.key, run.config, grid.tables)
+        if run.key in tasks or store.is_done(run.key, grid.tables, recompute_stale):
+            continue
+        if store.is_failed(run.key) and not retry_failed:
+            if not (recompute_stale and store.made_by_other_code(run.key)):
+                continue
+        tasks[run.key] = Task(run.key, run.config, grid.tables)
     return list(tasks.values())
 
 
-def write_indexes(grid: Grid, store: RunStore, out_dir: Path, complete: bool) -> list[str]:
+def write_indexes(grid: Grid, store: RunStore, out_dir: Path, interrupted: bool) -> list[str]:
     """index.*, aggregate.* and sweep.json from what the store holds now."""
     index = build_index(grid, store)
+    results = ok_rows(index)
     files = write_table(index, out_dir, "index")
-    files += write_table(aggregate(index), out_dir, "aggregate")
+    files += write_table(aggregate(results), out_dir, "aggregate")
     meta = {
         "name": grid.name,
         "source": grid.source,
@@ -91,10 +110,13 @@ def write_indexes(grid: Grid, store: RunStore, out_dir: Path, complete: bool) ->
         "seeds": grid.seeds,
         "tables": list(grid.tables),
         "runs": len(grid.runs),
-        "runs_done": int(len(index)),
-        "complete": complete,
+        "runs_done": int(len(results)),
+        "runs_failed": int((index["status"] == FAILED).sum()),
+        "failed": failures(grid, store),
+        "complete": not interrupted and len(results) == len(grid.runs),
     }
-    atomic_write(out_dir / "sweep.json", lambda tmp: tmp.write_text(json.dumps(meta, indent=1)))
+    text = json.dumps(meta, indent=1)
+    atomic_write(out_dir / "sweep.json", lambda tmp: tmp.write_text(text))
     return files + ["sweep.json"]
 
 
@@ -106,51 +128,70 @@ def run_sweep(
     address: str | None = None,
     progress: bool = False,
     recompute_stale: bool = False,
+    retry_failed: bool = False,
 ) -> SweepOutcome:
     """Run every run of ``grid`` not yet in ``out_dir``'s store (with ``recompute_stale``,
-    also those stored by other code), then write the indexes. Reused runs made by other code
-    are counted in the outcome, so the line printed says so.
+    also those stored by other code; with ``retry_failed``, those stored as failed), then
+    write the indexes. Reused runs made by other code are counted in the outcome, so the
+    line printed says so.
 
     Ctrl-C stops the workers, keeps every run already stored, writes the indexes of those
-    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt.
+    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. A write that
+    fails (a full disk) raises OutputError the same way: every run stored before is whole.
     """
     started = time.perf_counter()
     check_grid(grid)
-    out_dir = Path(out_dir)
+    out_dir = prepare_results_folder(out_dir)
     store = RunStore(out_dir / "runs")
     store.clean()
     remove_leftovers(out_dir)  # a half-written index of a killed sweep
-    tasks = pending(grid, store, recompute_stale)
+    tasks = pending(grid, store, recompute_stale, retry_failed)
     keys = {run.key for run in grid.runs}
-    reused = keys - {task.key for task in tasks}
-    outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), len(keys), len(reused))
+    outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), len(keys))
+    reused = {key for key in keys - {task.key for task in tasks} if store.is_done(key)}
+    outcome.reused = len(reused)
     outcome.reused_from_other_code = sum(store.made_by_other_code(key) for key in reused)
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
-    bar = _progress_bar(grid.name, len(keys), outcome.reused, progress)
-    complete = False
+    bar = _progress_bar(grid.name, len(keys), len(keys) - len(tasks), progress)
+    stopped: BaseException | None = None
     running = time.perf_counter()
     try:
-        for key, summary in execute(tasks, backend, jobs, address):
-            store.write(key, by_key[key].config, summary)
-            outcome.computed += 1
+        for key, result in execute(tasks, backend, jobs, address):
+            if isinstance(result, RunError):
+                store.write_failure(key, by_key[key].config, result)
+            else:
+                store.write(key, by_key[key].config, result)
+                outcome.computed += 1
             if bar is not None:
                 bar.update()
-        complete = True
-    except RunFailed as exc:
-        label = by_key[exc.task.key].cell.label
-        raise ConfigError(
-            f"{grid.source}: cell [{label}] seed {exc.task.config.seed}: {exc.error}"
-        ) from None
-    except KeyboardInterrupt:
-        outcome.interrupted = True
+    except BaseException as exc:
+        stopped = exc
+        outcome.interrupted = isinstance(exc, KeyboardInterrupt)
         raise
     finally:
         outcome.run_seconds = time.perf_counter() - running
         if bar is not None:
             bar.close()
-        outcome.files = write_indexes(grid, store, out_dir, complete)
+        try:
+            outcome.files = write_indexes(grid, store, out_dir, stopped is not None)
+        except OutputError:
+            if stopped is None:
+                raise  # else the first error is the one to report
+        outcome.failed = failures(grid, store)
         outcome.wall_seconds = time.perf_counter() - started
     return outcome
+
+
+def failures(grid: Grid, store: RunStore) -> list[dict]:
+    """Each run of the grid stored as failed: its cell, seed, key, kind and reason."""
+    found = []
+    for run in grid.runs:
+        if store.is_failed(run.key):
+            failure = store.failure(run.key)
+            found.append(
+                {"cell": run.cell.label, "seed": run.seed, "config_hash": run.key, **failure._asdict()}
+            )
+    return found
 
 
 def _progress_bar(name: str, total: int, done: int, show: bool):

@@ -1,10 +1,13 @@
 """The results store: one folder per run, keyed by the hash of the run's resolved config.
 
 ``<out>/runs/<key>/`` holds ``summary.json``, ``config.yaml``, ``code.txt`` (the fingerprint
-of the simulator that made it) and any kept tables (``<table>.parquet``). A run is written into a temporary folder and renamed into place,
-so at any moment — Ctrl-C, kill -9, a full disk — a run folder is either complete or
-absent; leftovers of a killed writer are removed on the next start. Only the process that
-owns the store (the sweep driver) writes to it.
+of the simulator that made it) and any kept tables (``<table>.parquet``); a run that failed
+holds ``failed.json`` (its kind and reason) instead of a summary, until a retry replaces it.
+A run is written into a temporary folder and renamed into place, so at any moment — Ctrl-C,
+kill -9, a full disk — a run folder is either complete or absent: a write that fails
+removes its temporary folder and raises ``OutputError``, and leftovers of a killed writer
+are removed on the next start. Only the process that owns the store (the sweep driver)
+writes to it.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import pandas as pd
 import yaml
 
 from sim.config import SimulationConfig, to_dict
-from sim.files import remove_leftovers, strict_json, swap_folder, temp_name
+from sim.files import remove_leftovers, strict_json, swap_folder, temp_name, writing
+from sim.sweep.backends import RunError
 
 SUMMARY = "summary.json"
+FAILED = "failed.json"
 CODE = "code.txt"
 PACKAGE = Path(__file__).resolve().parents[1]  # sim/
 
@@ -70,19 +75,45 @@ class RunStore:
         path = self.path(key) / CODE
         return not path.is_file() or path.read_text().strip() != code_fingerprint()
 
+    def is_failed(self, key: str) -> bool:
+        """The run is stored as failed (and not since retried to a result)."""
+        folder = self.path(key)
+        return (folder / FAILED).is_file() and not (folder / SUMMARY).is_file()
+
+    def failure(self, key: str) -> RunError:
+        return RunError(**json.loads((self.path(key) / FAILED).read_text()))
+
     def write(self, key: str, config: SimulationConfig, summary: dict[str, Any]) -> None:
         """Store a run: write a temporary folder, then rename it into place."""
         summary = dict(summary)
         tables = summary.pop("tables", {}) or {}
+
+        def fill(tmp: Path) -> None:
+            (tmp / SUMMARY).write_text(strict_json(summary))
+            for name, frame in tables.items():
+                frame.to_parquet(tmp / f"{name}.parquet", index=False)
+
+        self._store(key, config, fill)
+
+    def write_failure(self, key: str, config: SimulationConfig, error: RunError) -> None:
+        """Store why a run failed, in the run's folder (a retry replaces it whole)."""
+        self._store(key, config, lambda tmp: (tmp / FAILED).write_text(strict_json(error._asdict())))
+
+    def _store(self, key: str, config: SimulationConfig, fill) -> None:
+        """Write a run folder (its config, the code fingerprint, what ``fill`` adds) under a
+        temporary name, then swap it into place: stored before with fewer tables, it is never
+        half-replaced; a failed write leaves no temporary folder and the old one whole."""
         tmp = self.root / temp_name(".tmp-", key)
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        (tmp / SUMMARY).write_text(strict_json(summary))
-        (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
-        (tmp / CODE).write_text(code_fingerprint() + "\n")
-        for name, frame in tables.items():
-            frame.to_parquet(tmp / f"{name}.parquet", index=False)
-        swap_folder(tmp, self.path(key))  # stored before with fewer tables: never half-replace
+        try:
+            with writing(self.path(key)):
+                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.mkdir()
+                (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+                (tmp / CODE).write_text(code_fingerprint() + "\n")
+                fill(tmp)
+            swap_folder(tmp, self.path(key))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def summary(self, key: str) -> dict[str, Any]:
         return json.loads((self.path(key) / SUMMARY).read_text())

@@ -1,0 +1,40 @@
+"""A results folder (``sweep``, ``capacity``, ``paper``): checked, then created, before
+anything runs — the same check ``run`` makes of its folder (``sim.files``), with the names
+these commands write instead of a run's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.files import check_output_folder, make_folder
+
+RESULTS_FOLDERS = frozenset({"runs"})  # the store (sim.sweep.store)
+RESULTS_FILES = frozenset(
+    {
+        "index.parquet",  # sim.sweep.index
+        "index.csv",
+        "aggregate.parquet",
+        "aggregate.csv",
+        "sweep.json",  # sim.sweep.runner
+        "capacity.json",  # sim.sweep.capacity
+        "claims.md",  # sim.cli.paper
+        "claims.csv",
+        "runs.md",
+        "serving.png",
+    }
+)
+
+
+def _results_output(entry: Path) -> bool:
+    if entry.name in RESULTS_FOLDERS:
+        return entry.is_dir() and not entry.is_symlink()
+    return entry.name in RESULTS_FILES and entry.is_file()
+
+
+def prepare_results_folder(out_dir: Path) -> Path:
+    """The resolved ``out_dir``, created and proven writable; a ConfigError naming it when it
+    is a file, under a file, a link loop, read-only, someone else's folder, or a root."""
+    final = check_output_folder(out_dir, "results", _results_output)
+    make_folder(final, f"output folder {out_dir}")
+    return final
