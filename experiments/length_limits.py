@@ -68,24 +68,26 @@ def count(path: Path, seed: int | None) -> dict:
     }
 
 
+COLUMNS = (
+    "requests",
+    "client_total_dropped",
+    "at_6144_cap",
+    "prompt_over_engine_limit",
+    "total_over_max_model_len",
+    "total_over_kv_capacity",
+    "kv_capacity_tokens",
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=None, help="override every preset's seed")
     args = parser.parse_args(argv)
-    columns = (
-        "requests",
-        "client_total_dropped",
-        "at_6144_cap",
-        "prompt_over_engine_limit",
-        "total_over_max_model_len",
-        "total_over_kv_capacity",
-        "kv_capacity_tokens",
-    )
-    print("| preset | " + " | ".join(columns) + " |")
-    print("|---" * (len(columns) + 1) + "|")
+    print("| preset | " + " | ".join(COLUMNS) + " |")
+    print("|---" * (len(COLUMNS) + 1) + "|")
     for path in PRESETS:
         row = count(path, args.seed)
-        print(f"| {row['preset']} | " + " | ".join(f"{row[c]:,}" for c in columns) + " |")
+        print(f"| {row['preset']} | " + " | ".join(f"{row[c]:,}" for c in COLUMNS) + " |")
     return 0
 
 

@@ -35,16 +35,7 @@ STATED = _provenance_rows()
 @pytest.mark.parametrize("path", SCRIPT.PRESETS, ids=lambda p: p.stem)
 def test_the_stated_counts_are_the_computed_ones(path):
     row = SCRIPT.count(path, None)
-    columns = (
-        "requests",
-        "client_total_dropped",
-        "at_6144_cap",
-        "prompt_over_engine_limit",
-        "total_over_max_model_len",
-        "total_over_kv_capacity",
-        "kv_capacity_tokens",
-    )
-    assert STATED[path.stem] == [row[c] for c in columns]
+    assert STATED[path.stem] == [row[c] for c in SCRIPT.COLUMNS]
     comment = path.read_text().split("\nname:")[0]
     if "total_below" in comment:
         assert f"At this seed: {row['client_total_dropped']} dropped" in comment
