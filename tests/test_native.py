@@ -135,7 +135,7 @@ def test_a_request_pickles_and_copies_with_every_field():
 
 @pytest.mark.slow
 def test_a_compiled_build_gives_byte_identical_request_tables(tmp_path):
-    """Builds in a copy of the package (the checkout is left alone) and checks the six
+    """Builds in a copy of the package (the checkout is left alone) and checks the
     request tables of ``benchmarks/request_hashes.py`` against the recorded hashes."""
     leave_out = shutil.ignore_patterns("*.so", "native.json", "__pycache__")
     shutil.copytree(REPO / "sim", tmp_path / "sim", ignore=leave_out)
