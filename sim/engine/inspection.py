@@ -41,11 +41,11 @@ class RunInspectionMixin:
 
     def _instance_state(self, instance_id: int) -> str:
         llumlet = self.instances[instance_id].llumlet
-        if llumlet.failed:
+        if llumlet.status.failed:
             return "failed"
         if instance_id not in self.live:
             return "removed"
-        return "draining" if llumlet.draining else "serving"
+        return "draining" if llumlet.status.draining else "serving"
 
     def _describe_stuck(self, shown: int = 10) -> str:
         """The pending requests (the first ``shown``), where each is, and the live instances."""

@@ -40,6 +40,7 @@ from sim.engine.setup import (
     workload_tiers,
 )
 from sim.engine.watchdog import Watchdog, stall_span
+from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
@@ -109,7 +110,7 @@ class Simulation(RunInspectionMixin):
                 max_stages=config.migration.max_stages,
             ),
             transfer,
-            self._wake_llumlet,
+            self._wake_endpoint,
             stage_fails=lambda: self.faults.stage_fails(),
             handshake_timeout=config.migration.prealloc_timeout,
             on_commit=self._after_commit,
@@ -161,19 +162,19 @@ class Simulation(RunInspectionMixin):
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
-        self.scheduler.add_instance(instance_id, llumlet.report() if reported else None)
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report() if reported else None)
         return instance_id
 
     def drain(self, instance_id: int) -> None:
-        self.instances[instance_id].llumlet.draining = True
+        self.instances[instance_id].llumlet.status.draining = True
         self.draining.add(instance_id)
         self.scheduler.remove_instance(instance_id)
 
     def undrain(self, instance_id: int) -> None:
         llumlet = self.instances[instance_id].llumlet
-        llumlet.draining = False
+        llumlet.status.draining = False
         self.draining.discard(instance_id)
-        self.scheduler.add_instance(instance_id, llumlet.report())
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report())
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
@@ -183,7 +184,7 @@ class Simulation(RunInspectionMixin):
             return removed  # every tick asks; mostly nothing drains
         for runtime in list(self.live.values()):
             llumlet = runtime.llumlet
-            if llumlet.draining and llumlet.is_empty and not self.migrations.is_endpoint(llumlet.id):
+            if llumlet.status.draining and llumlet.is_empty and not llumlet.endpoint.migrating:
                 self._stop_instance(llumlet.id)
                 removed.append(llumlet.id)
         return removed
@@ -220,7 +221,7 @@ class Simulation(RunInspectionMixin):
             self.fallback_kind = fallback
         elif self.fallback_kind is not None:
             self.fallback_kind = None
-            self.scheduler.resume({i: r.llumlet.report() for i, r in self.live.items()})
+            self.scheduler.resume({i: r.llumlet.reporter.report() for i, r in self.live.items()})
         if self.step_reports is not None:
             self.step_reports.paused = self.fallback_kind is not None  # reports reach nobody
 
@@ -277,8 +278,8 @@ class Simulation(RunInspectionMixin):
         if runtime.wake is not None and not runtime.wake.triggered:
             runtime.wake.succeed()
 
-    def _wake_llumlet(self, llumlet: Llumlet) -> None:
-        self._wake(self.instances[llumlet.id])
+    def _wake_endpoint(self, endpoint: MigrationEndpoint) -> None:
+        self._wake(self.instances[endpoint.id])
 
     def _arrivals(self):
         workload = self.workload
@@ -326,7 +327,7 @@ class Simulation(RunInspectionMixin):
             # with per-step reports the scheduler hears from the step loops; this tick only
             # builds reports to sample them (so an idle cluster costs no report per tick)
             reports = (
-                {instance_id: r.llumlet.report() for instance_id, r in live.items()}
+                {instance_id: r.llumlet.reporter.report() for instance_id, r in live.items()}
                 if not per_step or now >= next_sample
                 else None
             )
@@ -365,9 +366,11 @@ class Simulation(RunInspectionMixin):
         if destination_id is None:
             return
         source, destination = self.live[source_id], self.live[destination_id]
-        if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
+        if not self.scheduler.should_migrate(
+            source.llumlet.reporter.report(), destination.llumlet.reporter.report()
+        ):
             return
-        request = self.choose_candidate(source.llumlet, self.scheduler.priority.normal_tier)
+        request = self.choose_candidate(source.llumlet.batches, self.scheduler.priority.normal_tier)
         if request is not None:
             self.migrations.start(request, source.llumlet, destination.llumlet)
 
