@@ -11,9 +11,10 @@ The ``workload`` section lives in ``sim.config.workload_schema``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar, Literal, Optional
 
+from sim.config.loader import OMIT_WHEN_EMPTY
 from sim.config.ranges import (
     DURATION,
     FRACTION,
@@ -85,6 +86,24 @@ class ClusterConfig:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+
+
+@dataclass
+class PoolConfig(ClusterConfig):
+    """A named pool of instances: one replica model and one set of vLLM limits (every key of
+    ``cluster``). A run's instances come from ``pools``; ``cluster`` is the one-pool
+    shorthand (its pool is named ``cluster``)."""
+
+    name: str = "cluster"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_run_name("name", self.name)
+
+
+def as_pool(cluster: ClusterConfig, name: str = "cluster") -> PoolConfig:
+    """The ``cluster`` section as a pool of that name."""
+    return PoolConfig(name=name, **{f.name: getattr(cluster, f.name) for f in fields(ClusterConfig)})
 
 
 @dataclass
@@ -343,6 +362,9 @@ class SimulationConfig:
     seed: int = 0
     time_limit: Optional[float] = None  # stop after this many simulated seconds (None: drain)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # named pools of instances instead of ``cluster`` (left out of the resolved config when
+    # empty, so a one-pool config's hash and config.yaml are those it always had)
+    pools: list[PoolConfig] = field(default_factory=list, metadata={OMIT_WHEN_EMPTY: True})
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     migration: MigrationConfig = field(default_factory=MigrationConfig)
@@ -359,9 +381,25 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         check_ranges(self)
         check_run_name("name", self.name)
+        if self.pools:
+            require(self.cluster == ClusterConfig(), "cluster: set either cluster or pools, not both")
+            names = [pool.name for pool in self.pools]
+            for index, pool in enumerate(self.pools):
+                require(names.index(pool.name) == index, f"pools[{index}].name: {pool.name!r} is used twice")
+                # a request's demand is dispatched in blocks before its instance is known
+                require(
+                    pool.block_size == self.pools[0].block_size,
+                    f"pools[{index}].block_size: every pool must use the same block size",
+                )
+        instances = sum(pool.instances for pool in self.instance_pools())
         for index, fault in enumerate(self.faults):
             require(
-                fault.kind != "instance_failure" or fault.instance < self.cluster.instances,
+                fault.kind != "instance_failure" or fault.instance < instances,
                 f"faults[{index}].instance: no instance {fault.instance} at start "
-                f"(instances 0..{self.cluster.instances - 1})",
+                f"(instances 0..{instances - 1})",
             )
+
+    def instance_pools(self) -> list[PoolConfig]:
+        """The pools the instances come from, in order (instance ids count through them):
+        ``pools``, or ``cluster`` as one pool. The first is the one scale-out adds to."""
+        return self.pools or [as_pool(self.cluster)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Final, Optional
+from typing import Any, Callable, Final, Optional
 
 import simpy
 
@@ -24,6 +24,7 @@ class InstanceRuntime:
     """An instance's llumlet plus its life in the simulation."""
 
     llumlet: Llumlet
+    pool: Any  # the sim.engine.setup.InstancePool it was built from
     started_at: float  # billed from here (a scale-out's cold start is paid for)
     stopped_at: Optional[float] = None
     wake: Optional[simpy.Event] = None

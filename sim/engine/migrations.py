@@ -31,7 +31,7 @@ class MigrationLauncher:
         self,
         env: simpy.Environment,
         settings: MigrationSettings,
-        transfer: TransferModel | None,
+        transfer_from: Callable[[MigrationEndpoint], TransferModel | None],
         wake: Callable[[MigrationEndpoint], None],
         stage_fails: Callable[[], bool],
         handshake_timeout: float,
@@ -39,7 +39,7 @@ class MigrationLauncher:
     ) -> None:
         self.env = env
         self.settings = settings
-        self.transfer = transfer
+        self.transfer_from = transfer_from  # the transfer model of a migration out of a source
         self.wake = wake
         self.stage_fails = stage_fails
         self.handshake_timeout = handshake_timeout
@@ -78,7 +78,7 @@ class MigrationLauncher:
             request,
             record,
             self.settings,
-            self.transfer,
+            self.transfer_from(source),
             self.wake,
             stage_fails=self.stage_fails,
             handshake_timeout=self.handshake_timeout,

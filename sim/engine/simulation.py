@@ -24,25 +24,25 @@ import simpy
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
-from sim.engine.inspection import RunInspectionMixin
+from sim.engine import inspection
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
 from sim.engine.setup import (
+    InstancePool,
+    build_pools,
     check_names,
     check_profiled_limits,
-    cluster_limits,
     load_model,
-    load_transfer,
     load_workload,
-    tier_headroom,
     workload_tiers,
 )
 from sim.engine.watchdog import Watchdog, stall_span
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
+from sim.config import PoolConfig
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
 from sim.instance.request import Request
 
@@ -52,10 +52,11 @@ if TYPE_CHECKING:
 ABORT_NO_INSTANCE = "no_live_instance"
 
 
-class Simulation(RunInspectionMixin):
-    """One run. ``replica_model``, ``workload``, ``transfer`` and ``scheduler`` may be
-    injected (tests, benchmarks); ``check_every_step`` verifies block conservation on an
-    instance after every iteration."""
+class Simulation:
+    """One run. ``replica_model`` (every pool's), ``workload``, ``transfer`` and ``scheduler``
+    may be injected (tests, benchmarks), and ``load_pool_model`` builds each pool's replica
+    model otherwise (a sweep worker's cache); ``check_every_step`` verifies block
+    conservation on an instance after every iteration."""
 
     def __init__(
         self,
@@ -67,6 +68,7 @@ class Simulation(RunInspectionMixin):
         record_batches: bool = False,
         scheduler: GlobalScheduler | None = None,
         check_every_step: bool = False,
+        load_pool_model: Callable[[PoolConfig, str], BatchTimer] | None = None,
     ) -> None:
         self.config = config
         self.env = simpy.Environment()
@@ -78,12 +80,17 @@ class Simulation(RunInspectionMixin):
         self.workload = workload if workload is not None else load_workload(config, root)
         tiers = workload_tiers(config, self.workload)
         self.scheduler = scheduler or GlobalScheduler(config.scheduler, tiers)
-        self.model = replica_model if replica_model is not None else load_model(config)
-        self.limits = cluster_limits(config, self.model, tiers)
-        charges = self.scheduler.priority.charges_headroom()
-        self.headroom = tier_headroom(config, self.limits) if charges else []
-        if self.scheduler.migrates and transfer is None:
-            transfer = load_transfer(config, self.model)
+        self.pools: dict[str, InstancePool] = build_pools(
+            config,
+            tiers,
+            self.scheduler.priority.charges_headroom(),
+            self.scheduler.migrates,
+            (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
+            transfer,
+        )
+        first = next(iter(self.pools.values()))
+        self.scale_pool = first.name  # scale-out adds instances of the first pool
+        self.block_size = first.limits.block_size  # every pool's (the config checks it)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.draining: set[int] = set()  # live instances draining (the tick checks only these)
@@ -109,7 +116,7 @@ class Simulation(RunInspectionMixin):
                 last_stage_blocks=config.migration.last_stage_blocks,
                 max_stages=config.migration.max_stages,
             ),
-            transfer,
+            lambda source: self.instances[source.id].pool.transfer,
             self._wake_endpoint,
             stage_fails=lambda: self.faults.stage_fails(),
             handshake_timeout=config.migration.prealloc_timeout,
@@ -128,12 +135,17 @@ class Simulation(RunInspectionMixin):
         # the llumlets read the clock ~3 times per batch: simpy's ``now`` property returns
         # ``_now``; reading the attribute directly is 2-3% of the event loop
         self._clock = functools.partial(getattr, self.env, "_now")
-        for _ in range(config.cluster.instances):
-            # per-step reports: the first instances have not reported before their first step
-            self.add_instance(reported=not self.scheduler.reports_per_step)
+        for pool in self.pools.values():
+            for _ in range(pool.config.instances):
+                # per-step reports: the first instances have not reported before their first step
+                self.add_instance(pool.name, reported=not self.scheduler.reports_per_step)
         self.faults = FaultInjector(self.env, config.faults, self, rng)
         self.watchdog = Watchdog(
-            self.env, stall_span(config), self._progress, self._pending, self._describe_stuck
+            self.env,
+            stall_span(config),
+            lambda: inspection.progress(self),
+            lambda: inspection.pending(self),
+            lambda: inspection.describe_stuck(self),
         )
         self._started = False
 
@@ -142,23 +154,26 @@ class Simulation(RunInspectionMixin):
     def now(self) -> float:
         return self.env.now
 
-    def add_instance(self, billed_from: Optional[float] = None, reported: bool = True) -> int:
-        """Start a new instance (initial cluster, scale-out, restart) and let it receive work.
-        A new instance is known to the scheduler as empty (``reported``), as the artifact
-        records a scaled-out instance with an empty report until its first step."""
+    def add_instance(
+        self, pool_name: str, billed_from: Optional[float] = None, reported: bool = True
+    ) -> int:
+        """Start a new instance of a pool (initial cluster, scale-out, restart) and let it
+        receive work. A new instance is known to the scheduler as empty (``reported``), as
+        the artifact records a scaled-out instance with an empty report until its first step."""
         instance_id = len(self.instances)
+        pool = self.pools[pool_name]
         llumlet = Llumlet(
             instance_id,
-            self.limits,
-            self.model,
+            pool.limits,
+            pool.model,
             clock=self._clock,
             on_done=self._request_done,
-            headroom_blocks=self.headroom,
+            headroom_blocks=pool.headroom,
             priority=self.scheduler.local_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
         )
         started = self.env.now if billed_from is None else billed_from
-        runtime = InstanceRuntime(llumlet=llumlet, started_at=started)
+        runtime = InstanceRuntime(llumlet=llumlet, pool=pool, started_at=started)
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
@@ -202,7 +217,7 @@ class Simulation(RunInspectionMixin):
             self.end_request(request, ABORT_NO_INSTANCE)
             return
         if self.fallback_kind is None:
-            demand = blocks_for(request.seq_len, self.limits.block_size)
+            demand = blocks_for(request.seq_len, self.block_size)
             target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
         else:
             target = self.fallback.choose(instances, self.fallback_kind)
@@ -227,6 +242,26 @@ class Simulation(RunInspectionMixin):
 
     def is_alive(self, instance_id: int) -> bool:
         return instance_id in self.live
+
+    def pool_of(self, instance_id: int) -> str:
+        return self.instances[instance_id].pool.name
+
+    # ------------------------------------------------------------------ inspection (tests)
+    def llumlet(self, instance_id: int) -> Llumlet:
+        return self.instances[instance_id].llumlet
+
+    @property
+    def live_ids(self) -> list[int]:
+        """Instances alive now (serving or draining), in id order."""
+        return list(self.live)
+
+    def request(self, request_id: int) -> Request:
+        """A request that has arrived (requests are created at their arrival)."""
+        return self.requests[request_id]
+
+    @property
+    def migration_records(self) -> list[MigrationRecord]:
+        return self.migrations.records
 
     # ------------------------------------------------------------------ stepping (tests)
     def migrate(self, request_id: int, source: int, destination: int) -> MigrationRecord:
@@ -396,5 +431,5 @@ class Simulation(RunInspectionMixin):
         except KeyboardInterrupt:
             interrupted = True
         if self.all_done.triggered:
-            self._check_all_ended()
-        return self._result(wallclock.perf_counter() - started, interrupted)
+            inspection.check_all_ended(self)
+        return inspection.result(self, wallclock.perf_counter() - started, interrupted)
