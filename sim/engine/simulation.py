@@ -2,9 +2,10 @@
 
 Processes (simpy): arrivals; one step loop per instance (form batch -> replica-model time ->
 apply; with per-step reports, the artifact's cadence, it delivers the instance's report at
-each step's end and triggers pairing rounds); a periodic tick that samples the cluster,
-feeds the scaler, removes drained instances (and, with interval reports, delivers and pairs);
-migrations; faults; the watchdog. Policy lives in ``sim.cluster`` and ``sim.instance``;
+each step's end and triggers pairing rounds); a tick every ``load_report_interval`` that runs
+small jobs, each a callback named for what it does — deliver interval reports, pair on their
+cadence, feed the scaler, remove drained instances, sample the cluster; migrations; faults;
+the watchdog. Policy lives in ``sim.cluster`` and ``sim.instance``;
 scaling and faults act through the ``ClusterActions`` methods below.
 
 Tests build a run with ``Simulation(...)``, may step it (``run_until``, ``at``, ``migrate``,
@@ -22,9 +23,9 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
-from sim.config import SimulationConfig
-from sim.engine.faults import FaultInjector
+from sim.config import PoolConfig, SimulationConfig
 from sim.engine import inspection
+from sim.engine.faults import FaultInjector
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
@@ -42,7 +43,7 @@ from sim.engine.watchdog import Watchdog, stall_span
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
-from sim.config import PoolConfig
+from sim.instance.load import LoadReport
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
 from sim.instance.request import Request
 
@@ -103,6 +104,8 @@ class Simulation:
         self.steps = StepLog(record_batches, check_every_step, self.step_reports)
         self.requests: list[Request] = []
         self.load_samples: list[LoadSample] = []
+        self._next_sample = 0.0  # when the tick next samples the cluster
+        self._report_rounds = 0  # periodic report rounds delivered (the pairing cadence)
         self._done = bytearray(len(self.workload))
         self._done_count = 0
         self.all_done = self.env.event()
@@ -294,7 +297,7 @@ class Simulation:
             return
         self._started = True
         self.env.process(self._arrivals())
-        self.env.process(self._load_reports(progress))
+        self.env.process(self._tick(self._tick_jobs(progress)))
         self.env.process(self.watchdog.watch())
         self.faults.start()
 
@@ -348,44 +351,72 @@ class Simulation:
         if self._done_count == len(self.workload) and not self.all_done.triggered:
             self.all_done.succeed()
 
-    def _load_reports(self, progress: Callable[[float], None] | None):
+    # ------------------------------------------------------------------ the tick's jobs
+    def _tick(self, jobs: list[Callable[[float, Optional[dict[int, LoadReport]]], None]]):
+        """The engine's clock: every ``load_report_interval``, one snapshot of the live
+        instances' reports (only when a job reads one this tick: with per-step reports an
+        idle cluster costs no report per tick), then each job in turn, in this order."""
         interval = self.config.scheduler.load_report_interval
-        sample_every = self.config.output.timeseries_interval
-        pairing_every = self.config.scheduler.pairing_every
-        scheduler, scaler = self.scheduler, self.scaler
-        next_sample = 0.0
-        rounds = 0
-        per_step = scheduler.reports_per_step
+        periodic = not self.scheduler.reports_per_step
         live = self.live
         while True:
             now = self.env.now
-            # with per-step reports the scheduler hears from the step loops; this tick only
-            # builds reports to sample them (so an idle cluster costs no report per tick)
             reports = (
                 {instance_id: r.llumlet.reporter.report() for instance_id, r in live.items()}
-                if not per_step or now >= next_sample
+                if periodic or now >= self._next_sample
                 else None
             )
-            if self.fallback_kind is None:
-                if not per_step:
-                    scheduler.observe(reports)
-                    rounds += 1
-                    if scheduler.migrates and rounds % pairing_every == 0:
-                        self._pairing_round()
-                if scaler is not None:
-                    known = scheduler.view.reports if per_step else reports
-                    live_known = {i: known[i] for i in self.live if i in known}
-                    scaler.on_reports(now, live_known, len(self.live))
-            removed = self._remove_drained()
-            if removed and scaler is not None:
-                scaler.removed(removed)
-            if now >= next_sample:
-                starting = scaler.starting if scaler is not None else 0
-                self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
-                next_sample = now + sample_every
-                if progress is not None:
-                    progress(now)
+            for job in jobs:
+                job(now, reports)
             yield self.env.timeout(interval)
+
+    def _tick_jobs(self, progress: Callable[[float], None] | None) -> list:
+        """The jobs of this run's tick, each a callback named for what it does."""
+        jobs: list = []
+        if not self.scheduler.reports_per_step:
+            jobs.append(self._deliver_interval_reports)
+            if self.scheduler.migrates:
+                jobs.append(self._pair_on_cadence)
+        if self.scaler is not None:
+            jobs.append(self._feed_scaler)
+        jobs.append(self._remove_drained_instances)
+        jobs.append(functools.partial(self._sample, progress))
+        return jobs
+
+    def _deliver_interval_reports(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """Periodic reports: the scheduler hears every live instance (unless it is down)."""
+        if self.fallback_kind is None:
+            self.scheduler.observe(reports)
+            self._report_rounds += 1
+
+    def _pair_on_cadence(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """A pairing round every ``pairing_every`` report rounds (per-step reports count
+        their own, ``sim.cluster.step_reports``)."""
+        if self.fallback_kind is None and self._report_rounds % self.config.scheduler.pairing_every == 0:
+            self._pairing_round()
+
+    def _feed_scaler(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """The scaling rule sees the latest known report of every live instance."""
+        if self.fallback_kind is None:
+            known = self.scheduler.view.reports if self.scheduler.reports_per_step else reports
+            live_known = {i: known[i] for i in self.live if i in known}
+            self.scaler.on_reports(now, live_known, len(self.live))
+
+    def _remove_drained_instances(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        removed = self._remove_drained()
+        if removed and self.scaler is not None:
+            self.scaler.removed(removed)
+
+    def _sample(
+        self, progress: Callable[[float], None] | None, now: float, reports: Optional[dict[int, LoadReport]]
+    ) -> None:
+        """Every ``timeseries_interval``: the tick's reports, kept for the time series."""
+        if now >= self._next_sample:
+            starting = self.scaler.starting if self.scaler is not None else 0
+            self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
+            self._next_sample = now + self.config.output.timeseries_interval
+            if progress is not None:
+                progress(now)
 
     def _pairing_round(self) -> None:
         for source in self.scheduler.migration_pairs():
