@@ -58,7 +58,7 @@ def make_parts(capacity=100, tiers=1, headroom=()):
     done: list[Request] = []
     batches = BatchFormer(0, limits, LinearTimer(), lambda: 0.0, waiting, ledger, done.append)
     endpoint = MigrationEndpoint(0, limits, status, ledger, waiting, batches)
-    reporter = LoadReporter(0, limits, status, ledger, waiting, batches, endpoint, headroom)
+    reporter = LoadReporter(endpoint, headroom)
     return status, waiting, batches, endpoint, reporter
 
 

@@ -52,10 +52,7 @@ class Llumlet:
         self.endpoint = MigrationEndpoint(
             instance_id, limits, self.status, self.ledger, self.waiting, self.batches
         )
-        self.reporter = LoadReporter(
-            instance_id, limits, self.status, self.ledger, self.waiting, self.batches, self.endpoint,
-            headroom_blocks,
-        )
+        self.reporter = LoadReporter(self.endpoint, headroom_blocks)
 
     def enqueue(self, request: Request) -> None:
         """A dispatched request joins the queue."""

@@ -24,25 +24,16 @@ _new_report: Final = tuple.__new__
 
 class LoadReporter:
     """Builds an instance's reports from the counters its parts keep (never walks a list),
-    and hands the last one out again while nothing in it changed."""
+    and hands the last one out again while nothing in it changed. It reads the parts the
+    instance's migration endpoint is wired to, and the endpoint's own count of migrations."""
 
-    def __init__(
-        self,
-        instance_id: int,
-        limits: LlumletLimits,
-        status: InstanceStatus,
-        ledger: BlockLedger,
-        waiting: WaitingQueue,
-        batches: BatchFormer,
-        endpoint: MigrationEndpoint,
-        headroom_blocks: Sequence[float] = (),
-    ) -> None:
-        self.id = instance_id
-        self.limits = limits
-        self.status = status
-        self.ledger = ledger
-        self.waiting = waiting
-        self.batches = batches
+    def __init__(self, endpoint: MigrationEndpoint, headroom_blocks: Sequence[float] = ()) -> None:
+        self.id = endpoint.id
+        self.limits: LlumletLimits = endpoint.limits
+        self.status: InstanceStatus = endpoint.status
+        self.ledger: BlockLedger = endpoint.ledger
+        self.waiting: WaitingQueue = endpoint.waiting
+        self.batches: BatchFormer = endpoint.batches
         self.endpoint = endpoint
         self.headroom_blocks = tuple(headroom_blocks)  # H_p of each tier, charged while it runs
         self._last: Optional[LoadReport] = None
