@@ -6,7 +6,7 @@ artifact's load formulas) are in ``sim.instance.load``.
 
 from __future__ import annotations
 
-from typing import Final, Optional, Sequence
+from typing import Final, Sequence
 
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
@@ -20,6 +20,11 @@ from sim.instance.waiting import WaitingQueue
 # LoadReport's own __new__ is a generated Python function; building the tuple directly skips
 # that frame on the hottest path (one report per executed step). Fields in declaration order.
 _new_report: Final = tuple.__new__
+
+# a report's fields as one plain tuple, compared with the last report's item by item (the
+# compiled engine compares such a tuple natively, without building a Python object)
+ReportFields = tuple[int, int, int, int, int, int, int, int, float, bool, bool, bool, int, int, int, int, int]
+_NO_REPORT: Final[ReportFields] = (-1, 0, 0, 0, 0, 0, 0, 0, 0.0, False, False, False, 0, 0, 0, 0, 0)
 
 
 class LoadReporter:
@@ -36,7 +41,8 @@ class LoadReporter:
         self.batches: BatchFormer = endpoint.batches
         self.endpoint = endpoint
         self.headroom_blocks = tuple(headroom_blocks)  # H_p of each tier, charged while it runs
-        self._last: Optional[LoadReport] = None
+        self._last_fields: ReportFields = _NO_REPORT  # no instance has id -1: never equal
+        self._last: LoadReport = _new_report(LoadReport, _NO_REPORT)
 
     def report(self) -> LoadReport:
         """The instance-level load record sent to the global scheduler (raw counts; the
@@ -46,7 +52,7 @@ class LoadReporter:
         ledger, waiting, batches, limits = self.ledger, self.waiting, self.batches, self.limits
         allocated, reserved, queued = ledger.allocated, ledger.reserved, waiting.count
         head = waiting.head_demand_blocks() if queued else 0
-        fields = (  # LoadReport's fields, in its order
+        fields: ReportFields = (  # LoadReport's fields, in its order
             self.id,
             ledger.capacity,
             allocated,
@@ -65,9 +71,9 @@ class LoadReporter:
             waiting.preempted,
             self._top_tier() if limits.tiers > 1 else 0,
         )
-        last = self._last
-        if last is not None and fields == last:
-            return last
+        if fields == self._last_fields:
+            return self._last
+        self._last_fields = fields
         report = self._last = _new_report(LoadReport, fields)
         return report
 
