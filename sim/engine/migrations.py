@@ -3,7 +3,7 @@
 Which instances pair and whether a paired source starts now is the global scheduler's
 decision; which request moves is the source llumlet's (``sim.instance.candidates``); the
 stages and handshake are ``sim.instance.migration.migrate``. This module wires them to time
-and keeps the set of migration endpoints: both instances are taken the moment a migration is
+and takes both endpoints (``MigrationEndpoint.in_flight``) the moment a migration is
 created (not when its process first runs), so nothing decided later in the same instant —
 a drain, a removal — can pull an instance out from under a migration.
 """
