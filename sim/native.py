@@ -1,8 +1,8 @@
 """The optional compiled engine: the instance layer and the scheduler's rules built with mypyc.
 
 The modules in ``MODULES`` — the llumlet's parts, requests, the step loop, per-step report
-delivery and the view it fills, the load signals, the iteration-time memo: where most of an
-event loop's time goes — are compiled by mypyc (the compiler mypy ships)
+delivery and the view it fills, the iteration-time memo, the load signals, the dispatch
+and pairing rules and priority modes: where most of an event loop's time goes — are compiled by mypyc (the compiler mypy ships)
 into C extensions placed next to their sources, which Python then imports instead. Same
 source, so the same results: the request tables stay byte-identical
 (``benchmarks/request_hashes.py --check``). What it buys is in ``benchmarks/README.md``.
@@ -32,13 +32,16 @@ MANIFEST = PACKAGE_DIR / "native.json"
 WARNED = "LLUMSIM_NATIVE_WARNED"  # the warnings said, one per line, for child processes
 LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/native_runtime__mypyc*.so
 
-# the per-batch path (a step, its report and memo lookup): only modules whose compilation
-# buys >= 10% of the event loop (benchmarks/README.md; the dispatch and pairing rules and
-# priority modes bought under 3% and stay plain Python). They compile together (mypyc calls across them directly, as C).
+# the per-batch path (a step, its report and memo lookup) and the per-dispatch and
+# per-pairing-round one: each group buys >= 10% of the event loop on a preset, the rule
+# (benchmarks/README.md). They compile together (mypyc calls across them directly, as C).
 # Compiled code enforces annotations (an int field holding a float raises): a module joins
 # only once its callers pass what it declares. A literal Final it imports from a module
 # not listed here would be inlined unhashed: copy such constants (iteration_memo does).
 MODULES = (
+    "sim.cluster.dispatch",
+    "sim.cluster.pairing",
+    "sim.cluster.priority",
     "sim.cluster.step_reports",
     "sim.cluster.view",
     "sim.engine.instances",
