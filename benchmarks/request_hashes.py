@@ -7,8 +7,10 @@ changed no result (not a timed test).
 
 The table hashed is exactly what ``llumsim run`` writes as ``requests.csv``. Runs are the
 quickstart (Llumnix), the same requests under INFaaS++ and round-robin, the fault example,
-the paper's Poisson auto-scaling set-up (3,000 requests), and a K = 4 priority mix — every
-mechanism a refactor could disturb.
+the paper's Poisson auto-scaling set-up (3,000 requests), a K = 4 priority mix, and 3,000
+requests each of the paper's priorities set-up (Fig. 13: two tiers, Gamma arrivals), the
+artifact client's S-S stream and the BurstGPT-shaped trace — every mechanism a refactor
+could disturb.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ RUNS: dict[str, tuple[Path, list[str]]] = {
         CONFIGS / "quickstart.yaml",
         ["workload.priority.tiers=4", "workload.priority.sampler=enterprise"],
     ),
+    "priorities": (CONFIGS / "paper" / "fig13_priorities.yaml", ["workload.num_requests=3000"]),
+    "artifact-s-s": (CONFIGS / "paper" / "fig11_ss.yaml", ["workload.num_requests=3000"]),
+    "burstgpt": (CONFIGS / "paper" / "fig11_burstgpt.yaml", ["workload.num_requests=3000"]),
 }
 
 
@@ -63,7 +68,8 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown run(s): {', '.join(unknown)}")
     expected = json.loads(args.check.read_text()) if args.check else {}
-    print(f"llumsim engine: {native.status()}")
+    # the sim imported is the installed one unless PYTHONPATH says otherwise (a worktree)
+    print(f"llumsim engine: {native.status()} ({native.PACKAGE_DIR})")
     hashes, failed = {}, []
     for name in names:
         digest, wall = request_hash(*RUNS[name])

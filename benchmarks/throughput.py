@@ -1,7 +1,7 @@
 """Simulation speed: llumsim vs Vidur's own simulator on the same requests, and a 64-instance run.
 
     python benchmarks/throughput.py [--quick] [--repeats N] [--no-vidur] [--no-scale]
-                                    [--profile] [--no-vidur-bare]
+                                    [--profile] [--no-vidur-bare] [--both-engines]
 
 (a) llumsim: ShareGPT V3 first turns, Poisson at ``RATE`` req/s, 16 LLaMA-7B instances on
     A10, INFaaS++ — 10,000 requests (``--quick``: 2,000).
@@ -16,7 +16,8 @@
     lengths resampled with replacement.
 
 llumsim runs on whichever engine is installed (printed first): pure Python, or the compiled
-one (``llumsim native build``; ``LLUMSIM_PURE=1`` measures pure Python beside a build).
+one (``llumsim native build``; ``LLUMSIM_PURE=1`` measures pure Python beside a build);
+``--both-engines`` runs (a) on both in the same run.
 
 Every run is a fresh process; its peak RSS is measured from outside (``os.wait4``), so
 runs do not pollute each other. The timed part is the event loop only: process start,
@@ -159,11 +160,11 @@ def run_child(command: list[str], env: dict | None = None) -> dict:
     }
 
 
-def run_ours(config: dict, profile: str | None = None) -> dict:
+def run_ours(config: dict, profile: str | None = None, env: dict | None = None) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--child-ours", json.dumps(config)]
     if profile:
         command += ["--child-profile", profile]
-    child = run_child(command)
+    child = run_child(command, env)
     report = json.loads(child["stdout"].strip().splitlines()[-1])
     return {**report, **{k: v for k, v in child.items() if k != "stdout"}}
 
@@ -242,6 +243,10 @@ def main() -> int:
     parser.add_argument("--no-idle", action="store_true", help="skip (e), the lightly loaded curve")
     parser.add_argument("--profile", action="store_true", help="also cProfile (a)")
     parser.add_argument(
+        "--both-engines", action="store_true",
+        help="with a current build, also run (a) on pure Python (LLUMSIM_PURE=1), in the same run",
+    )
+    parser.add_argument(
         "--vidur-bare",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -304,6 +309,13 @@ def main() -> int:
 
         llumnix = median_run([run_ours(config_a_llumnix) for _ in range(args.repeats)])
         rows.append(("llumsim 16 inst, Llumnix", llumnix))
+        if args.both_engines:
+            if native.status() != "compiled":
+                parser.error(f"--both-engines needs a current build (the engine is {native.status()})")
+            pure = {"LLUMSIM_PURE": "1"}
+            for label, config in (("INFaaS++", config_a), ("Llumnix", config_a_llumnix)):
+                runs = [run_ours(config, env=pure) for _ in range(args.repeats)]
+                rows.append((f"  pure Python, {label}", median_run(runs)))
 
         # (b) Vidur on the same requests
         vidur = None

@@ -1,8 +1,8 @@
 """The optional compiled engine: the instance layer and the scheduler's rules built with mypyc.
 
-The modules in ``MODULES`` — the llumlet, its queue, block ledger, requests, step loop, the
-load signals read from its reports, the dispatch and pairing rules and priority modes,
-where most of an event loop's time goes — are compiled by mypyc (the compiler mypy ships)
+The modules in ``MODULES`` — the llumlet's parts, requests, the step loop, per-step report
+delivery and the view it fills, the load signals: where most of an event loop's time goes —
+are compiled by mypyc (the compiler mypy ships)
 into C extensions placed next to their sources, which Python then imports instead. Same
 source, so the same results: the request tables stay byte-identical
 (``benchmarks/request_hashes.py --check``). What it buys is in ``benchmarks/README.md``.
@@ -32,29 +32,26 @@ MANIFEST = PACKAGE_DIR / "native.json"
 WARNED = "LLUMSIM_NATIVE_WARNED"  # the warnings said, one per line, for child processes
 LIBRARY = "sim.native_runtime"  # mypyc's shared library for the group: sim/native_runtime__mypyc*.so
 
-# the per-batch path (a step, its report and memo lookup) and the per-dispatch and
-# per-pairing-round one; they compile together (mypyc calls across them directly, as C).
+# the per-batch path (a step and its report): only modules whose compilation buys >= 10% of
+# the event loop (benchmarks/README.md; the dispatch and pairing rules, priority modes and
+# the iteration-time memo bought under 3% and stay plain Python). They compile together (mypyc calls across them directly, as C).
 # Compiled code enforces annotations (an int field holding a float raises): a module joins
 # only once its callers pass what it declares. A literal Final it imports from a module
-# not listed here would be inlined unhashed: copy such constants (iteration_memo does).
+# not listed here would be inlined unhashed: copy such constants into a module-level name.
 MODULES = (
-    "sim.cluster.dispatch",
-    "sim.cluster.pairing",
-    "sim.cluster.priority",
     "sim.cluster.step_reports",
     "sim.cluster.view",
     "sim.engine.instances",
-    "sim.hardware.iteration_memo",
     "sim.instance.batch",
+    "sim.instance.batching",
     "sim.instance.blocks",
     "sim.instance.endpoint",
-    "sim.instance.invariants",
     "sim.instance.limits",
     "sim.instance.load",
     "sim.instance.llumlet",
     "sim.instance.reporting",
     "sim.instance.request",
-    "sim.instance.state",
+    "sim.instance.status",
     "sim.instance.virtual_usage",
     "sim.instance.waiting",
 )

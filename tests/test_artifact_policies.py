@@ -254,7 +254,7 @@ def test_checks_start_after_first_check_and_repeat_every_interval_and_wait_for_r
 
 
 # ------------------------------------------------------------------------ candidates
-def running_llumlet(arrivals, tiers, prompts):
+def running_batch(arrivals, tiers, prompts):
     from sim.instance.limits import LlumletLimits
     from sim.instance.llumlet import Llumlet
     from sim.instance.request import Request
@@ -263,8 +263,8 @@ def running_llumlet(arrivals, tiers, prompts):
     llumlet = Llumlet(0, LlumletLimits(capacity_blocks=1000, tiers=2), LinearTimer(), clock=lambda: 0.0)
     for rid, (arrival, tier, prompt) in enumerate(zip(arrivals, tiers, prompts)):
         llumlet.enqueue(Request(rid, arrival, prompt, 50, tier))
-    llumlet.complete(llumlet.next_batch())  # one prefill: all are running and decoding
-    return llumlet
+    llumlet.batches.complete(llumlet.batches.next_batch())  # one prefill: all are running and decoding
+    return llumlet.batches
 
 
 def test_lcfs_takes_the_last_arrival_whenever_some_normal_request_decodes():
@@ -273,11 +273,11 @@ def test_lcfs_takes_the_last_arrival_whenever_some_normal_request_decodes():
     from sim.instance.candidates import CANDIDATE_RULES
 
     lcfs, intended = CANDIDATE_RULES.get("lcfs"), CANDIDATE_RULES.get("lcfs-normal")
-    llumlet = running_llumlet([0.0, 1.0, 2.0], tiers=[1, 1, 0], prompts=[64, 32, 16])
-    assert lcfs(llumlet, 1).id == 2  # the high-priority request itself: the artifact's quirk
-    assert intended(llumlet, 1).id == 1  # the latest normal one
-    assert lcfs(llumlet, 0).id == 2  # priorities off: everything is normal
-    only_high = running_llumlet([0.0, 1.0], tiers=[0, 0], prompts=[64, 32])
+    batch = running_batch([0.0, 1.0, 2.0], tiers=[1, 1, 0], prompts=[64, 32, 16])
+    assert lcfs(batch, 1).id == 2  # the high-priority request itself: the artifact's quirk
+    assert intended(batch, 1).id == 1  # the latest normal one
+    assert lcfs(batch, 0).id == 2  # priorities off: everything is normal
+    only_high = running_batch([0.0, 1.0], tiers=[0, 0], prompts=[64, 32])
     assert lcfs(only_high, 1) is None and intended(only_high, 1) is None
 
 
@@ -285,9 +285,9 @@ def test_sjf_and_ljf_pick_by_sequence_length_with_arrival_order_on_ties():
     """scheduler.py::get_migrating_seq_groups, SJF / LJF (a stable sort by length)."""
     from sim.instance.candidates import CANDIDATE_RULES
 
-    llumlet = running_llumlet([0.0, 1.0, 2.0, 3.0], tiers=[1] * 4, prompts=[64, 16, 64, 16])
-    assert CANDIDATE_RULES.get("sjf")(llumlet, 1).id == 1  # shortest, earliest of the two
-    assert CANDIDATE_RULES.get("ljf")(llumlet, 1).id == 2  # longest, latest of the two
+    batch = running_batch([0.0, 1.0, 2.0, 3.0], tiers=[1] * 4, prompts=[64, 16, 64, 16])
+    assert CANDIDATE_RULES.get("sjf")(batch, 1).id == 1  # shortest, earliest of the two
+    assert CANDIDATE_RULES.get("ljf")(batch, 1).id == 2  # longest, latest of the two
 
 
 # ------------------------------------------------------------------------ cadence

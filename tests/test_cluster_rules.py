@@ -46,8 +46,8 @@ class LoadPreferringLowestId(ArtifactLoad):
 
 
 def test_a_shipped_rule_can_be_subclassed_and_its_override_is_used():
-    """Shipped rules are compiled with the compiled engine; a plain-Python subclass still
-    overrides them (every instance idle: the artifact breaks the tie to the highest id)."""
+    """A subclass's class-level switch is read by the shipped rule's code (every instance
+    idle: the artifact breaks the tie to the highest id)."""
     runs = {}
     for dispatch in ("load", "test-load-lowest-id"):
         config = make_config(
@@ -59,6 +59,18 @@ def test_a_shipped_rule_can_be_subclassed_and_its_override_is_used():
     # the first three go round-robin (nobody reported yet), then every instance is idle
     assert [r.instances[0] for r in runs["load"].requests][3:] == [2, 2, 2]
     assert [r.instances[0] for r in runs["test-load-lowest-id"].requests][3:] == [0, 0, 0]
+
+
+def test_the_readme_example_of_a_new_rule_is_code_that_registers_it():
+    """README "Adding a policy" shows the code as it is: run verbatim, it adds the rule."""
+    from tests.sweep_support import REPO
+
+    readme = (REPO / "README.md").read_text()
+    example = readme.split("**Adding a policy**", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(example, namespace)
+    rule = DISPATCH_RULES.get("newest-instance")
+    assert rule is namespace["NewestInstance"] and issubclass(rule, DispatchRule)
 
 
 def test_parts_override_the_preset_and_unknown_names_are_config_errors():

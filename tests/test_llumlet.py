@@ -32,10 +32,10 @@ def make_llumlet(capacity=100, **limits) -> tuple[Llumlet, list[Request]]:
 
 def step(llumlet: Llumlet):
     """One iteration, its duration on the llumlet's clock; blocks checked after it."""
-    batch = llumlet.next_batch()
+    batch = llumlet.batches.next_batch()
     if batch is not None:
-        llumlet.clock.now += llumlet.iteration_time(batch)
-        llumlet.complete(batch)
+        llumlet.batches.clock.now += llumlet.batches.iteration_time(batch)
+        llumlet.batches.complete(batch)
         llumlet.check()
     return batch
 
@@ -44,17 +44,17 @@ def test_blocks_persist_and_grow_one_per_block_size_tokens():
     llumlet, done = make_llumlet()
     request = Request(0, 0.0, prompt_tokens=16, output_tokens=40)
     llumlet.enqueue(request)
-    batch = llumlet.next_batch()
+    batch = llumlet.batches.next_batch()
     assert batch.is_prefill and batch.prefill_tokens == [16]
     assert request.blocks == 1  # the prompt's 16 tokens
-    llumlet.complete(batch)
+    llumlet.batches.complete(batch)
     assert request.generated == 1 and request.first_token_time == 0.0  # the clock stood still
     while not request.done:
-        batch = llumlet.next_batch()
+        batch = llumlet.batches.next_batch()
         # before every decode step the request holds blocks for prompt + generated tokens
-        seq_len = request.prompt_tokens + llumlet.progress(request)
+        seq_len = request.prompt_tokens + llumlet.batches.progress(request)
         assert request.blocks == math.ceil(seq_len / 16)
-        llumlet.complete(batch)
+        llumlet.batches.complete(batch)
         llumlet.check()
     assert request.state is RequestState.FINISHED and request.generated == 40
     assert done == [request]
@@ -66,21 +66,21 @@ def test_admission_respects_watermark_token_budget_and_batch_cap():
     requests = [Request(i, 0.0, prompt_tokens=32, output_tokens=5) for i in range(5)]
     for request in requests:
         llumlet.enqueue(request)
-    batch = llumlet.next_batch()
+    batch = llumlet.batches.next_batch()
     # token budget 100 admits three 32-token prompts; the fourth would exceed it
     assert [r.id for r in batch.requests] == [0, 1, 2]
-    llumlet.complete(batch)
+    llumlet.batches.complete(batch)
     # the batch cap (3 running) now keeps the queue waiting: the next iteration decodes
-    batch = llumlet.next_batch()
+    batch = llumlet.batches.next_batch()
     assert not batch.is_prefill and batch.num_decodes == 3
-    report = llumlet.report()
+    report = llumlet.reporter.report()
     assert report.head_demand_blocks == 2 and report.waiting_demand_blocks == 4
     assert report.waiting_tokens == 64 and report.num_waiting == 2
 
     llumlet, _ = make_llumlet(capacity=10, watermark_blocks=2)
     big = Request(0, 0.0, prompt_tokens=16 * 9, output_tokens=3)  # 9 blocks > 10 - 2 watermark
     llumlet.enqueue(big)
-    assert llumlet.next_batch() is None
+    assert llumlet.batches.next_batch() is None
     assert big.state is RequestState.ABORTED and big.abort_reason == "exceeds_instance_limits"
 
 
@@ -95,14 +95,14 @@ def test_preemption_by_recompute_takes_the_most_recently_admitted_and_it_still_f
         batch = step(llumlet)
         assert batch is not None
         if batch.is_prefill and second.preemptions and second in batch.requests:
-            recompute_prefills.append(llumlet.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0))
+            recompute_prefills.append(llumlet.batches.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0))
     assert first.preemptions == 0
     assert second.preemptions >= 1
     # the recompute prefill covered prompt + generated tokens, and the loss was recorded:
     # from the preemption until the recompute prefill ended, so at least that prefill
     assert second.generated == 80
     assert recompute_prefills and second.preemption_loss >= sum(recompute_prefills) > 0
-    assert llumlet.preemptions == second.preemptions
+    assert llumlet.batches.preemptions == second.preemptions
     assert [r.id for r in done] == [0, 1]
     assert llumlet.ledger.allocated == 0
 
@@ -114,7 +114,7 @@ def test_head_of_line_blocked_by_memory_is_visible_in_the_load_report():
     llumlet.enqueue(runner)
     step(llumlet)
     llumlet.enqueue(waiter)
-    report = llumlet.report()
+    report = llumlet.reporter.report()
     assert report.head_demand_blocks == 5 and report.num_waiting == 1
     assert report.head_blocked
     assert report.used_blocks == 8 and report.free_blocks == 2
@@ -126,7 +126,7 @@ def test_a_load_report_fills_every_field_it_declares():
     """report() builds the tuple directly (no defaults applied): a field added to LoadReport
     but not to report() must fail here, not read a neighbour's value."""
     llumlet, _ = make_llumlet()
-    report = llumlet.report()
+    report = llumlet.reporter.report()
     assert len(report) == len(LoadReport._fields)
     assert report == LoadReport(*report)
 
@@ -135,13 +135,12 @@ def test_an_unchanged_report_is_handed_out_again_and_a_change_builds_a_new_one()
     llumlet, _ = make_llumlet()
     llumlet.enqueue(Request(0, 0.0, prompt_tokens=20, output_tokens=40))
     step(llumlet)  # prefilled: 2 blocks; the next block is due at token 32
-    first = llumlet.report()
+    first = llumlet.reporter.report()
     step(llumlet)  # a decode step: token 22, nothing the report carries changed
-    assert llumlet.report() is first
+    assert llumlet.reporter.report() is first
     llumlet.enqueue(Request(1, 0.0, prompt_tokens=16, output_tokens=4))
-    queued = llumlet.report()
+    queued = llumlet.reporter.report()
     assert queued is not first and queued.num_waiting == 1 and queued.head_demand_blocks == 1
-    llumlet.check_report()  # what is handed out equals a report built afresh
 
 
 def test_a_sequence_longer_than_the_model_supports_is_aborted_not_run():

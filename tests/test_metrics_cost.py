@@ -26,7 +26,7 @@ def test_gpus_per_instance_is_the_tensor_parallel_degree(overrides, gpus):
 def test_cost_per_latency_is_cost_per_request_times_mean_e2e():
     config = load_config(base={"cluster": {"model": "llama-30b"}, "cost": {"gpu_hour_price": 2.0}})
     # 2 instances for 900 s each = 1800 instance-s = 0.5 instance-hours = 2 GPU-hours (TP 4)
-    cost = cost_summary(config, 1800.0, 900.0, pd.Series([1.0, 3.0, float("nan")]))
+    cost = cost_summary(config, {"cluster": 1800.0}, 900.0, pd.Series([1.0, 3.0, float("nan")]))
     assert cost["average_instances"] == 2.0
     assert cost["gpu_hours"] == pytest.approx(2.0)
     assert cost["cost"] == pytest.approx(4.0)
@@ -35,7 +35,7 @@ def test_cost_per_latency_is_cost_per_request_times_mean_e2e():
 
 
 def test_no_finished_request_gives_nan_not_an_error():
-    cost = cost_summary(load_config(base={}), 10.0, 10.0, pd.Series([], dtype=float))
+    cost = cost_summary(load_config(base={}), {"cluster": 10.0}, 10.0, pd.Series([], dtype=float))
     assert math.isnan(cost["cost_per_latency"])
 
 

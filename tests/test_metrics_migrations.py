@@ -52,7 +52,7 @@ def record(mid, request, source, destination, start, end, outcome="committed", *
 def hand_built(migrations, lifetimes, end_time=10.0, requests=()) -> SimulationResult:
     return SimulationResult(
         config=make_config(), requests=list(requests), load_samples=[],
-        instance_lifetimes=lifetimes, end_time=end_time, wall_seconds=0.0,
+        instance_lifetimes=lifetimes, instance_pools=dict.fromkeys(lifetimes, "cluster"), end_time=end_time, wall_seconds=0.0,
         capacity_blocks=CAPACITY, workload_description="hand-built", migrations=migrations,
     )
 

@@ -10,10 +10,6 @@ loads are computed per dispatch.
 The artifact's rules (``load``, ``block``; ``vllm/core/request_scheduler.py``) dispatch
 round-robin until every instance has reported once, pick the lowest load, and break ties
 towards the highest instance id (its ascending list is a reversed stable descending sort).
-
-Part of the compiled engine (``sim.native``): each rule is registered by a call after its
-class (a class decorator would make mypyc build the class as a plain Python one), and every
-class admits interpreted subclasses, so a new rule subclasses any of them with either engine.
 """
 
 from __future__ import annotations
@@ -21,10 +17,9 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Collection, Final, Mapping, Sequence
+from typing import Collection, Final, Mapping, Sequence
 
 import numpy as np
-from mypy_extensions import mypyc_attr
 
 from sim.cluster.priority import PriorityMode
 from sim.cluster.view import ClusterView
@@ -45,11 +40,10 @@ class DispatchInfo:
     demand_blocks: int
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class DispatchRule(ABC):
     """Chooses a dispatch target; the hooks let a rule keep per-instance state current."""
 
-    reads_reports: ClassVar[bool] = True  # False: the choice never looks at a load report
+    reads_reports = True  # False: the choice never looks at a load report
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config
@@ -80,12 +74,12 @@ class DispatchRule(ABC):
 DISPATCH_RULES: Registry[type[DispatchRule]] = Registry("dispatch", "scheduler.dispatch")
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
+@DISPATCH_RULES.register("round-robin")
 class RoundRobin(DispatchRule):
     """Cycle through the instances regardless of load (the artifact's ``balanced``, DeepSpeed-
     MII style): with every request a new session it is plain round-robin."""
 
-    reads_reports: ClassVar[bool] = False
+    reads_reports = False
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -97,16 +91,12 @@ class RoundRobin(DispatchRule):
         return target
 
 
-DISPATCH_RULES.register("round-robin")(RoundRobin)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
 class _Ranked(DispatchRule):
     """Chooses the instance with the lowest ``load``; on ties the lowest id, or the highest
     with ``prefer_highest_id``. A report only marks its instance's load stale; loads are
     recomputed when a dispatch needs them (per-step reports far outnumber dispatches)."""
 
-    prefer_highest_id: ClassVar[bool] = False
+    prefer_highest_id = False
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -151,11 +141,10 @@ class _Ranked(DispatchRule):
         return (self.load(view, instance_id, tier),)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class _RoundRobinUntilReported(_Ranked):
     """The artifact's rules: round-robin until every instance has reported once."""
 
-    prefer_highest_id: ClassVar[bool] = True
+    prefer_highest_id = True
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -187,7 +176,7 @@ class _RoundRobinUntilReported(_Ranked):
         return super().choose(view, request)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
+@DISPATCH_RULES.register("load")
 class ArtifactLoad(_RoundRobinUntilReported):
     """The artifact's ``load`` dispatch (``request_scheduler.py::dispatch_load``): the lowest
     dispatch load, −(free − watermark − queued blocks − reservation) / (running + queued).
@@ -209,10 +198,7 @@ class ArtifactLoad(_RoundRobinUntilReported):
         return (own, normal)
 
 
-DISPATCH_RULES.register("load")(ArtifactLoad)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
+@DISPATCH_RULES.register("block")
 class ArtifactBlock(_RoundRobinUntilReported):
     """The artifact's ``block`` dispatch: the lowest memory load, (used + queued blocks) /
     capacity; it knows no priorities."""
@@ -229,10 +215,7 @@ class ArtifactBlock(_RoundRobinUntilReported):
         return block_load(report, pending)
 
 
-DISPATCH_RULES.register("block")(ArtifactBlock)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
+@DISPATCH_RULES.register("freeness")
 class HighestFreeness(_Ranked):
     """The paper's prose (§4.4.1): the highest F_full — virtual usage with the head-of-line
     demand and the priority reservation — less the demand dispatched since the report."""
@@ -246,14 +229,10 @@ class HighestFreeness(_Ranked):
         return -dispatch_freeness(report, view.pending.get(instance_id, 0), reservation)
 
 
-DISPATCH_RULES.register("freeness")(HighestFreeness)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
 class FixedPlacement(DispatchRule):
     """The i-th request goes to ``targets[i]``: for experiments that decide where load sits."""
 
-    reads_reports: ClassVar[bool] = False
+    reads_reports = False
 
     def __init__(self, targets: Sequence[int], config: SchedulerConfig | None = None) -> None:
         super().__init__(config or SchedulerConfig())

@@ -12,17 +12,12 @@ llumlet's choice (``sim.instance.candidates``). Two rules:
 * ``freeness-threshold`` (the paper's prose, §4.4.3): F_full below ``source_below`` pairs
   with F_full above ``destination_above``, lowest with highest; a pair lasts until either
   side is back within the thresholds, and a source keeps migrating one request at a time.
-
-Compiled with the dispatch rules (``sim.native``), and for the same reasons registered by a
-call after each class, open to interpreted subclasses, with ClassVar switches.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar, Mapping
-
-from mypy_extensions import mypyc_attr
+from typing import Mapping
 
 from sim.cluster.priority import PriorityMode
 from sim.cluster.view import ClusterView
@@ -31,11 +26,10 @@ from sim.config.registry import Registry
 from sim.instance.load import LoadReport, artifact_migration_load, freeness_full
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class PairingRule(ABC):
     """Keeps the current pairs (source -> destination); an instance is in at most one."""
 
-    continues_after_commit: ClassVar[bool] = False  # a source starts its next migration when one commits
+    continues_after_commit = False  # a source starts its next migration when one commits
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode, load_control: bool) -> None:
         self.config = config
@@ -61,7 +55,7 @@ class PairingRule(ABC):
 PAIRING_RULES: Registry[type[PairingRule]] = Registry("pairing", "scheduler.pairing")
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
+@PAIRING_RULES.register("artifact")
 class ArtifactPairing(PairingRule):
     def migration_load(self, report: LoadReport) -> float:
         reservation = self.priority.migration_reservation(report)
@@ -85,12 +79,9 @@ class ArtifactPairing(PairingRule):
         return self.pairs
 
 
-PAIRING_RULES.register("artifact")(ArtifactPairing)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
+@PAIRING_RULES.register("freeness-threshold")
 class FreenessThresholds(PairingRule):
-    continues_after_commit: ClassVar[bool] = True
+    continues_after_commit = True
 
     def freeness(self, report: LoadReport) -> float:
         return freeness_full(report, self.priority.migration_reservation(report))
@@ -125,4 +116,3 @@ class FreenessThresholds(PairingRule):
         return super().should_start(source, destination) and self.freeness(source) < self.config.source_below
 
 
-PAIRING_RULES.register("freeness-threshold")(FreenessThresholds)

@@ -18,17 +18,12 @@ subtracts from an instance's available memory.
 The mode also says how the llumlet orders its own queue by default: ``load-target`` keeps
 vLLM's FCFS (the artifact's high-priority insertion is a no-op in effect, see README),
 ``headroom`` serves and preempts by tier.
-
-Compiled with the dispatch rules (``sim.native``), and for the same reasons registered by a
-call after each class, open to interpreted subclasses, with ClassVar switches.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Final, Optional, Sequence
-
-from mypy_extensions import mypyc_attr
+from typing import Final, Optional, Sequence
 
 from sim.config import SchedulerConfig
 from sim.config.registry import Registry
@@ -36,13 +31,15 @@ from sim.instance.load import LoadReport
 
 PAPER_LOAD_TARGET_TOKENS: Final = 1600  # Llumnix §4.4.2 / instance_info.py: the high-priority target
 
+PRIORITY_MODES: Registry[type["PriorityMode"]] = Registry("priority", "scheduler.priority.mode")
 
-@mypyc_attr(allow_interpreted_subclasses=True)
+
+@PRIORITY_MODES.register("none")
 class PriorityMode:
     """No priorities: nothing is reserved (the base class is the ``none`` mode)."""
 
-    local_order: ClassVar[str] = "fcfs"  # the llumlet's own queue and preemption order by default
-    tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
+    local_order = "fcfs"  # the llumlet's own queue and preemption order by default
+    tier_dependent = False  # the dispatch reservation depends on the request's tier
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -64,20 +61,15 @@ class PriorityMode:
         return False
 
 
-PRIORITY_MODES: Registry[type[PriorityMode]] = Registry("priority", "scheduler.priority.mode")
-PRIORITY_MODES.register("none")(PriorityMode)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
 class _Prioritised(PriorityMode):
     @property
     def normal_tier(self) -> int:
         return self.tiers - 1
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
+@PRIORITY_MODES.register("headroom")
 class HeadroomMode(_Prioritised):
-    local_order: ClassVar[str] = "tier"
+    local_order = "tier"
 
     def dispatch_reservation(self, report: LoadReport, tier: int) -> float:
         return report.headroom_blocks
@@ -89,12 +81,9 @@ class HeadroomMode(_Prioritised):
         return True
 
 
-PRIORITY_MODES.register("headroom")(HeadroomMode)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
+@PRIORITY_MODES.register("load-target")
 class LoadTargetMode(_Prioritised):
-    tier_dependent: ClassVar[bool] = True
+    tier_dependent = True
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         super().__init__(config, tiers)
@@ -132,4 +121,3 @@ class LoadTargetMode(_Prioritised):
         return self.reserved_blocks(report, report.top_tier)
 
 
-PRIORITY_MODES.register("load-target")(LoadTargetMode)

@@ -16,6 +16,7 @@ from sim.config.loader import (
 from sim.config.schema import (
     AutoscaleConfig,
     ClusterConfig,
+    PoolConfig,
     CostConfig,
     FaultConfig,
     HeadroomConfig,
@@ -51,6 +52,7 @@ __all__ = [
     "ArrivalConfig",
     "AutoscaleConfig",
     "ClusterConfig",
+    "PoolConfig",
     "CostConfig",
     "ConfigError",
     "FaultConfig",

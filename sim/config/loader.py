@@ -131,10 +131,19 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "") -> T:
     return obj
 
 
+# field metadata: a key left out of ``to_dict`` while empty (a key added later that must not
+# change the hash or the written config of runs that do not use it)
+OMIT_WHEN_EMPTY = "omit_when_empty"
+
+
 def to_dict(obj: Any) -> Any:
     """Plain-data view of a config (for summaries, hashing and re-loading)."""
     if dataclasses.is_dataclass(obj):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {
+            f.name: to_dict(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if not (f.metadata.get(OMIT_WHEN_EMPTY) and not getattr(obj, f.name))
+        }
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):

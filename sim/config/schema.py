@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Literal, Optional
 
+from sim.config.loader import OMIT_WHEN_EMPTY
 from sim.config.ranges import (
     DURATION,
     FRACTION,
@@ -86,6 +87,24 @@ class ClusterConfig:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+
+
+@dataclass
+class PoolConfig(ClusterConfig):
+    """A named pool of instances: one replica model and one set of vLLM limits (every key of
+    ``cluster``). A run's instances come from ``pools``; ``cluster`` is the one-pool
+    shorthand (its pool is named ``cluster``)."""
+
+    name: str = "cluster"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_run_name("name", self.name)
+
+
+def as_pool(cluster: ClusterConfig, name: str = "cluster") -> PoolConfig:
+    """The ``cluster`` section as a pool of that name."""
+    return PoolConfig(name=name, **{f.name: getattr(cluster, f.name) for f in fields(ClusterConfig)})
 
 
 @dataclass
@@ -360,6 +379,9 @@ class SimulationConfig:
     seed: int = 0
     time_limit: Optional[float] = None  # stop after this many simulated seconds (None: drain)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # named pools of instances instead of ``cluster`` (left out of the resolved config when
+    # empty, so a one-pool config's hash and config.yaml are those it always had)
+    pools: list[PoolConfig] = field(default_factory=list, metadata={OMIT_WHEN_EMPTY: True})
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     migration: MigrationConfig = field(default_factory=MigrationConfig)
@@ -376,18 +398,30 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         check_ranges(self)
         check_run_name("name", self.name)
-        self._check_scaling_bounds()
+        if self.pools:
+            require(self.cluster == ClusterConfig(), "cluster: set either cluster or pools, not both")
+            names = [pool.name for pool in self.pools]
+            for index, pool in enumerate(self.pools):
+                require(names.index(pool.name) == index, f"pools[{index}].name: {pool.name!r} is used twice")
+                # a request's demand is dispatched in blocks before its instance is known
+                require(
+                    pool.block_size == self.pools[0].block_size,
+                    f"pools[{index}].block_size: every pool must use the same block size",
+                )
+        instances = sum(pool.instances for pool in self.instance_pools())
+        self._check_scaling_bounds(instances)
         self._check_tier_lists()
         for index, fault in enumerate(self.faults):
             require(
-                fault.kind != "instance_failure" or fault.instance < self.cluster.instances,
+                fault.kind != "instance_failure" or fault.instance < instances,
                 f"faults[{index}].instance: no instance {fault.instance} at start "
-                f"(instances 0..{self.cluster.instances - 1})",
+                f"(instances 0..{instances - 1})",
             )
 
-    def _check_scaling_bounds(self) -> None:
-        """Auto-scaling starts from ``cluster.instances``, which must lie within its bounds."""
-        scale, start = self.autoscale, self.cluster.instances
+    def _check_scaling_bounds(self, start: int) -> None:
+        """Auto-scaling starts from the instances the cluster (or its pools) starts with, which
+        must lie within its bounds."""
+        scale = self.autoscale
         if not scale.enabled:
             return  # the bounds are not read
         require(
@@ -421,3 +455,8 @@ class SimulationConfig:
                 f"{key}: {len(values or ())} values for workload.priority.tiers={tiers}; it takes "
                 f"{wanted} ({rule})",
             )
+
+    def instance_pools(self) -> list[PoolConfig]:
+        """The pools the instances come from, in order (instance ids count through them):
+        ``pools``, or ``cluster`` as one pool. The first is the one scale-out adds to."""
+        return self.pools or [as_pool(self.cluster)]

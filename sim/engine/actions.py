@@ -15,8 +15,12 @@ class ClusterActions(Protocol):
     @property
     def now(self) -> float: ...
 
-    def add_instance(self, billed_from: Optional[float] = None) -> int:
-        """Start an instance with zero load; it reports and takes dispatches at once."""
+    @property
+    def scale_pool(self) -> str:
+        """The pool scale-out adds instances of."""
+
+    def add_instance(self, pool_name: str, billed_from: Optional[float] = None) -> int:
+        """Start an instance of a pool with zero load; it reports and takes dispatches at once."""
 
     def drain(self, instance_id: int) -> None:
         """No more dispatches; a fake request of infinite usage makes it a migration source
@@ -39,3 +43,6 @@ class ClusterActions(Protocol):
         dispatch on their own; None: it comes back and schedules from fresh reports."""
 
     def is_alive(self, instance_id: int) -> bool: ...
+
+    def pool_of(self, instance_id: int) -> str:
+        """The pool an instance (live or not) came from."""

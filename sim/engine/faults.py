@@ -109,5 +109,5 @@ class FaultInjector:
         self.fail_instance(fault.instance, fault.on_failure)
         if fault.restart_after is not None:
             yield env.timeout(fault.restart_after)
-            new_id = self.actions.add_instance()
+            new_id = self.actions.add_instance(self.actions.pool_of(fault.instance))
             self.log.append(FaultEvent(env.now, "instance_restarted", new_id))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Final, Optional
+from typing import Any, Callable, Final, Optional
 
 import simpy
 
@@ -24,6 +24,7 @@ class InstanceRuntime:
     """An instance's llumlet plus its life in the simulation."""
 
     llumlet: Llumlet
+    pool: Any  # the sim.engine.setup.InstancePool it was built from
     started_at: float  # billed from here (a scale-out's cold start is paid for)
     stopped_at: Optional[float] = None
     wake: Optional[simpy.Event] = None
@@ -54,6 +55,8 @@ class StepLoop:
         self.runtime = runtime
         self.log = log
         self.llumlet = runtime.llumlet
+        self.batches = runtime.llumlet.batches  # the part a step drives
+        self.reporter = runtime.llumlet.reporter
         # a StepLog's switches are fixed when the simulation is built: read them once
         self._step_reports = log.step_reports
         self._check = log.check_every_step
@@ -87,15 +90,14 @@ class StepLoop:
                 pending.callbacks.remove(self._step)
 
     def _step(self, event: simpy.Event) -> None:
-        runtime, llumlet = self.runtime, self.llumlet
+        runtime, batches = self.runtime, self.batches
         batch = self._batch
         if batch is not None:  # a batch just ended
             self._batch = None
-            llumlet.complete(batch)
+            batches.complete(batch)
             self.log.batches += 1
             if self._check:
-                llumlet.check()
-                llumlet.check_report()
+                self.llumlet.check()
             report, step_reports = self._report, self._step_reports
             if report is not None and step_reports is not None:  # a report exists only with both
                 self._report = None
@@ -104,21 +106,21 @@ class StepLoop:
                 return  # the report started something that removed this instance
         else:
             runtime.wake = None
-        batch = llumlet.next_batch()
+        batch = batches.next_batch()
         env = self.env
         if batch is None:
-            llumlet.busy = False
+            batches.busy = False
             wake = runtime.wake = env.event()
             wake.callbacks.append(self._step)
             self._pending = wake
             return
-        llumlet.busy = True
+        batches.busy = True
         if self._step_reports is not None:
-            self._report = llumlet.report()
-        duration = llumlet.iteration_time(batch)
+            self._report = self.reporter.report()
+        duration = batches.iteration_time(batch)
         if self._record:
             self.log.batch_log.append(
-                BatchRecord(llumlet.id, env.now, duration, batch.is_prefill, batch.size)
+                BatchRecord(batches.id, env.now, duration, batch.is_prefill, batch.size)
             )
         self._batch = batch
         batch_end = self._pending = self._batch_end

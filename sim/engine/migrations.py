@@ -10,11 +10,11 @@ a drain, a removal — can pull an instance out from under a migration.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Callable
 
 import simpy
 
+from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.llumlet import Llumlet
 from sim.instance.migration import (
     MigrationOutcome,
@@ -31,28 +31,27 @@ class MigrationLauncher:
         self,
         env: simpy.Environment,
         settings: MigrationSettings,
-        transfer: TransferModel | None,
-        wake: Callable[[Llumlet], None],
+        transfer_from: Callable[[MigrationEndpoint], TransferModel | None],
+        wake: Callable[[MigrationEndpoint], None],
         stage_fails: Callable[[], bool],
         handshake_timeout: float,
         on_commit: Callable[[int], None],
     ) -> None:
         self.env = env
         self.settings = settings
-        self.transfer = transfer
+        self.transfer_from = transfer_from  # the transfer model of a migration out of a source
         self.wake = wake
         self.stage_fails = stage_fails
         self.handshake_timeout = handshake_timeout
         self.on_commit = on_commit  # called with the source id: it may go on migrating
         self.records: list[MigrationRecord] = []
         self._processes: list = []
-        self._endpoints: Counter[int] = Counter()  # in-flight migrations touching each instance
 
     def start(self, request: Request, source: Llumlet, destination: Llumlet) -> MigrationRecord:
         """Start moving ``request`` (running on ``source``) to ``destination`` now."""
-        if request not in source.running:
+        if request not in source.batches.running:
             raise ValueError(f"request {request.id} is not running on instance {source.id}")
-        if destination is source or destination.draining or destination.failed:
+        if destination is source or destination.status.draining or destination.status.failed:
             raise ValueError(f"instance {destination.id} cannot be a migration destination now")
         record = MigrationRecord(
             id=len(self.records),
@@ -63,25 +62,15 @@ class MigrationLauncher:
             start=self.env.now,
         )
         self.records.append(record)
-        self._take(source, destination)
-        self._processes.append(self.env.process(self._run(source, destination, request, record)))
+        ends = source.endpoint, destination.endpoint
+        for end in ends:  # taken now: nothing later this instant can remove either
+            end.in_flight += 1
+        self._processes.append(self.env.process(self._run(*ends, request, record)))
         return record
 
-    def is_endpoint(self, instance_id: int) -> bool:
-        """Whether a migration in flight moves a request from or to this instance."""
-        return self._endpoints[instance_id] > 0
-
-    def _take(self, *llumlets: Llumlet) -> None:
-        for llumlet in llumlets:
-            self._endpoints[llumlet.id] += 1
-            llumlet.migrating = True
-
-    def _release(self, *llumlets: Llumlet) -> None:
-        for llumlet in llumlets:
-            self._endpoints[llumlet.id] -= 1
-            llumlet.migrating = self._endpoints[llumlet.id] > 0
-
-    def _run(self, source: Llumlet, destination: Llumlet, request: Request, record: MigrationRecord):
+    def _run(
+        self, source: MigrationEndpoint, destination: MigrationEndpoint, request: Request, record: MigrationRecord
+    ):
         yield from migrate(
             self.env,
             source,
@@ -89,12 +78,13 @@ class MigrationLauncher:
             request,
             record,
             self.settings,
-            self.transfer,
+            self.transfer_from(source),
             self.wake,
             stage_fails=self.stage_fails,
             handshake_timeout=self.handshake_timeout,
         )
-        self._release(source, destination)
+        source.in_flight -= 1
+        destination.in_flight -= 1
         if record.outcome is MigrationOutcome.COMMITTED:
             self.on_commit(source.id)
         # after an abort the pair waits for the next pairing round

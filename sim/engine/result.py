@@ -46,9 +46,10 @@ class SimulationResult:
     requests: list[Request]
     load_samples: list[LoadSample]
     instance_lifetimes: dict[int, tuple[float, float]]
+    instance_pools: dict[int, str]  # the pool each instance came from
     end_time: float
     wall_seconds: float
-    capacity_blocks: int
+    capacity_blocks: int  # KV blocks of an instance of the first pool
     workload_description: str
     interrupted: bool = False
     batches: int = 0

@@ -55,5 +55,5 @@ class Scaler:
         """A new instance serves after the cold start; it is paid for from the decision."""
         yield self.env.timeout(self.cold_start)
         self.starting -= 1
-        instance_id = self.actions.add_instance(billed_from=decided_at)
+        instance_id = self.actions.add_instance(self.actions.scale_pool, billed_from=decided_at)
         self.log.append(ScalingEvent(self.env.now, "ready", instance_id))

@@ -1,14 +1,16 @@
-"""Building a run's parts from its config: workload, replica model, limits, transfer model.
+"""Building a run's parts from its config: workload, and each instance pool's replica model,
+limits, headroom and transfer model.
 
 Each failure a config can cause is a ``ConfigError`` naming the key, raised before the run.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
-from sim.config import ConfigError, SimulationConfig
+from sim.config import ClusterConfig, ConfigError, PoolConfig, SimulationConfig
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
 from sim.instance.migration import TransferModel
 from sim.instance.virtual_usage import tier_headroom_blocks
@@ -53,25 +55,31 @@ def check_names(config: SimulationConfig) -> NamedRules:
     )
 
 
+def pool_key(config: SimulationConfig, index: int) -> str:
+    """The config key an error about pool ``index`` names: ``cluster`` or ``pools[i]``."""
+    return f"pools[{index}]" if config.pools else "cluster"
+
+
 def check_profiled_limits(config: SimulationConfig) -> None:
     """The batch limits the replica model's profiles cover, known from the profile grid
     without fitting or loading anything: a cap above them fails before the model is built
     (and before a first run's "fitting Vidur's predictor" notice)."""
     from sim.hardware.predictor_settings import MAX_DECODE_BATCH, MAX_TOKENS
 
-    cluster = config.cluster
-    _check_batch_cap(cluster.max_batch_size, MAX_DECODE_BATCH)
-    if cluster.max_batched_tokens > MAX_TOKENS:
-        raise ConfigError(
-            f"cluster.max_batched_tokens: {cluster.max_batched_tokens} exceeds the {MAX_TOKENS} "
-            "tokens per iteration the replica model is profiled for"
-        )
+    for index, pool in enumerate(config.instance_pools()):
+        key = pool_key(config, index)
+        _check_batch_cap(key, pool.max_batch_size, MAX_DECODE_BATCH)
+        if pool.max_batched_tokens > MAX_TOKENS:
+            raise ConfigError(
+                f"{key}.max_batched_tokens: {pool.max_batched_tokens} exceeds the {MAX_TOKENS} "
+                "tokens per iteration the replica model is profiled for"
+            )
 
 
-def _check_batch_cap(requested: int, profiled: int) -> None:
+def _check_batch_cap(key: str, requested: int, profiled: int) -> None:
     if requested > profiled:
         raise ConfigError(
-            f"cluster.max_batch_size: {requested} exceeds the {profiled} "
+            f"{key}.max_batch_size: {requested} exceeds the {profiled} "
             "decode batch sizes the replica model is profiled for"
         )
 
@@ -82,43 +90,44 @@ def load_workload(config: SimulationConfig, root: Path | None) -> "Workload":
     return build_workload(config.workload, config.seed, root)
 
 
-def replica_model_settings(config: SimulationConfig) -> dict:
-    """The ``cluster`` keys the replica model depends on (what a cache of models is keyed by:
+def replica_model_settings(pool: ClusterConfig) -> dict:
+    """The keys of a pool the replica model depends on (what a cache of models is keyed by:
     the instance count or watermark do not change it; the batch cap sizes the profile run)."""
-    cluster = config.cluster
     return {
-        "model": cluster.model,
-        "device": cluster.device,
-        "tensor_parallel": cluster.tensor_parallel,
-        "block_size": cluster.block_size,
-        "gpu_memory_utilization": cluster.gpu_memory_utilization,
-        "max_batched_tokens": cluster.max_batched_tokens,
-        "max_batch_size": cluster.max_batch_size,
-        "kv_capacity_blocks": cluster.kv_capacity_blocks,
-        "overhead_base": cluster.overhead.base,
-        "overhead_per_request": cluster.overhead.per_request,
-        "decode_scale": cluster.decode_scale,
+        "model": pool.model,
+        "device": pool.device,
+        "tensor_parallel": pool.tensor_parallel,
+        "block_size": pool.block_size,
+        "gpu_memory_utilization": pool.gpu_memory_utilization,
+        "max_batched_tokens": pool.max_batched_tokens,
+        "max_batch_size": pool.max_batch_size,
+        "kv_capacity_blocks": pool.kv_capacity_blocks,
+        "overhead_base": pool.overhead.base,
+        "overhead_per_request": pool.overhead.per_request,
+        "decode_scale": pool.decode_scale,
     }
 
 
-def load_model(config: SimulationConfig) -> BatchTimer:
+def load_model(pool: ClusterConfig, key: str = "cluster") -> BatchTimer:
+    """The replica model of a pool's instances (``key``: the config key errors name)."""
     from sim.hardware import UnknownHardwareError, load_replica_model
 
     try:
-        return load_replica_model(**replica_model_settings(config))
+        return load_replica_model(**replica_model_settings(pool))
     except UnknownHardwareError as exc:
-        raise ConfigError(f"cluster: {exc}") from None
+        raise ConfigError(f"{key}: {exc}") from None
     except ValueError as exc:  # a limit outside what the profiles cover
-        raise ConfigError(f"cluster: {exc}") from None
+        raise ConfigError(f"{key}: {exc}") from None
 
 
-def load_transfer(config: SimulationConfig, model: "ReplicaModel") -> TransferModel:
+def load_transfer(config: SimulationConfig, pool: ClusterConfig, model: "ReplicaModel") -> TransferModel:
+    """The KV transfer model of migrations out of a pool's instances."""
     from sim.hardware.transfer import load_transfer_model
 
     overrides = config.migration.transfer
     return load_transfer_model(
         model.kv_bytes_per_token,
-        config.cluster.block_size,
+        pool.block_size,
         getattr(model, "tensor_parallel", 1),
         stage_latency=overrides.stage_latency,
         gpu_bandwidth=overrides.gpu_bandwidth,
@@ -131,17 +140,16 @@ def workload_tiers(config: SimulationConfig, workload: "Workload") -> int:
     return max(config.workload.priority.tiers, int(workload.tier.max(initial=0)) + 1)
 
 
-def cluster_limits(config: SimulationConfig, model: BatchTimer, tiers: int) -> LlumletLimits:
-    """Per-instance vLLM limits; the batch cap must be one the replica model covers."""
-    cluster = config.cluster
-    capacity = cluster.kv_capacity_blocks or model.kv_capacity_blocks
-    _check_batch_cap(cluster.max_batch_size, getattr(model, "max_batch_size", cluster.max_batch_size))
+def pool_limits(pool: ClusterConfig, model: BatchTimer, tiers: int, key: str = "cluster") -> LlumletLimits:
+    """Per-instance vLLM limits of a pool; the batch cap must be one its replica model covers."""
+    capacity = pool.kv_capacity_blocks or model.kv_capacity_blocks
+    _check_batch_cap(key, pool.max_batch_size, getattr(model, "max_batch_size", pool.max_batch_size))
     return LlumletLimits(
         capacity_blocks=capacity,
-        block_size=cluster.block_size,
-        max_batched_tokens=cluster.max_batched_tokens,
-        max_batch_size=cluster.max_batch_size,
-        watermark_blocks=int(cluster.watermark_fraction * capacity),
+        block_size=pool.block_size,
+        max_batched_tokens=pool.max_batched_tokens,
+        max_batch_size=pool.max_batch_size,
+        watermark_blocks=int(pool.watermark_fraction * capacity),
         tiers=tiers,
         max_seq_len=getattr(model, "max_tokens", NO_SEQUENCE_LIMIT),
     )
@@ -158,3 +166,40 @@ def tier_headroom(config: SimulationConfig, limits: LlumletLimits) -> list[float
         max_total=headroom.max_total,
         explicit=headroom.blocks,
     )
+
+
+@dataclass(frozen=True)
+class InstancePool:
+    """What every instance of one pool is built from: its replica model, limits, tier
+    headroom and the transfer model of migrations out of it."""
+
+    name: str
+    config: PoolConfig
+    model: BatchTimer
+    limits: LlumletLimits
+    headroom: list[float]
+    transfer: Optional[TransferModel]
+
+
+def build_pools(
+    config: SimulationConfig,
+    tiers: int,
+    charges_headroom: bool,
+    migrates: bool,
+    load_pool_model: Callable[[PoolConfig, str], BatchTimer],
+    transfer: Optional[TransferModel] = None,
+) -> dict[str, InstancePool]:
+    """Every pool of the config, by name, in order. ``transfer`` (tests) replaces each
+    pool's own; without migration there is none."""
+    pools = {}
+    for index, pool in enumerate(config.instance_pools()):
+        key = pool_key(config, index)
+        model = load_pool_model(pool, key)
+        limits = pool_limits(pool, model, tiers, key)
+        if migrates and transfer is None:
+            pool_transfer: Optional[TransferModel] = load_transfer(config, pool, model)
+        else:
+            pool_transfer = transfer
+        headroom = tier_headroom(config, limits) if charges_headroom else []
+        pools[pool.name] = InstancePool(pool.name, pool, model, limits, headroom, pool_transfer)
+    return pools

@@ -2,9 +2,10 @@
 
 Processes (simpy): arrivals; one step loop per instance (form batch -> replica-model time ->
 apply; with per-step reports, the artifact's cadence, it delivers the instance's report at
-each step's end and triggers pairing rounds); a periodic tick that samples the cluster,
-feeds the scaler, removes drained instances (and, with interval reports, delivers and pairs);
-migrations; faults; the watchdog. Policy lives in ``sim.cluster`` and ``sim.instance``;
+each step's end and triggers pairing rounds); a tick every ``load_report_interval`` that runs
+small jobs, each a callback named for what it does — deliver interval reports, pair on their
+cadence, feed the scaler, remove drained instances, sample the cluster; migrations; faults;
+the watchdog. Policy lives in ``sim.cluster`` and ``sim.instance``;
 scaling and faults act through the ``ClusterActions`` methods below.
 
 Tests build a run with ``Simulation(...)``, may step it (``run_until``, ``at``, ``migrate``,
@@ -22,26 +23,27 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
-from sim.config import SimulationConfig
+from sim.config import PoolConfig, SimulationConfig
+from sim.engine import inspection
 from sim.engine.faults import FaultInjector
-from sim.engine.inspection import RunInspectionMixin
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
 from sim.engine.setup import (
+    InstancePool,
+    build_pools,
     check_names,
     check_profiled_limits,
-    cluster_limits,
     load_model,
-    load_transfer,
     load_workload,
-    tier_headroom,
     workload_tiers,
 )
 from sim.engine.watchdog import Watchdog, stall_span
+from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
+from sim.instance.load import LoadReport
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
 from sim.instance.request import Request
 
@@ -51,10 +53,11 @@ if TYPE_CHECKING:
 ABORT_NO_INSTANCE = "no_live_instance"
 
 
-class Simulation(RunInspectionMixin):
-    """One run. ``replica_model``, ``workload``, ``transfer`` and ``scheduler`` may be
-    injected (tests, benchmarks); ``check_every_step`` verifies block conservation on an
-    instance after every iteration."""
+class Simulation:
+    """One run. ``replica_model`` (every pool's), ``workload``, ``transfer`` and ``scheduler``
+    may be injected (tests, benchmarks), and ``load_pool_model`` builds each pool's replica
+    model otherwise (a sweep worker's cache); ``check_every_step`` verifies block
+    conservation on an instance after every iteration."""
 
     def __init__(
         self,
@@ -66,6 +69,7 @@ class Simulation(RunInspectionMixin):
         record_batches: bool = False,
         scheduler: GlobalScheduler | None = None,
         check_every_step: bool = False,
+        load_pool_model: Callable[[PoolConfig, str], BatchTimer] | None = None,
     ) -> None:
         self.config = config
         self.env = simpy.Environment()
@@ -77,12 +81,17 @@ class Simulation(RunInspectionMixin):
         self.workload = workload if workload is not None else load_workload(config, root)
         tiers = workload_tiers(config, self.workload)
         self.scheduler = scheduler or GlobalScheduler(config.scheduler, tiers)
-        self.model = replica_model if replica_model is not None else load_model(config)
-        self.limits = cluster_limits(config, self.model, tiers)
-        charges = self.scheduler.priority.charges_headroom()
-        self.headroom = tier_headroom(config, self.limits) if charges else []
-        if self.scheduler.migrates and transfer is None:
-            transfer = load_transfer(config, self.model)
+        self.pools: dict[str, InstancePool] = build_pools(
+            config,
+            tiers,
+            self.scheduler.priority.charges_headroom(),
+            self.scheduler.migrates,
+            (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
+            transfer,
+        )
+        first = next(iter(self.pools.values()))
+        self.scale_pool = first.name  # scale-out adds instances of the first pool
+        self.block_size = first.limits.block_size  # every pool's (the config checks it)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.draining: set[int] = set()  # live instances draining (the tick checks only these)
@@ -95,6 +104,8 @@ class Simulation(RunInspectionMixin):
         self.steps = StepLog(record_batches, check_every_step, self.step_reports)
         self.requests: list[Request] = []
         self.load_samples: list[LoadSample] = []
+        self._next_sample = 0.0  # when the tick next samples the cluster
+        self._report_rounds = 0  # periodic report rounds delivered (the pairing cadence)
         self._done = bytearray(len(self.workload))
         self._done_count = 0
         self.all_done = self.env.event()
@@ -108,8 +119,8 @@ class Simulation(RunInspectionMixin):
                 last_stage_blocks=config.migration.last_stage_blocks,
                 max_stages=config.migration.max_stages,
             ),
-            transfer,
-            self._wake_llumlet,
+            lambda source: self.instances[source.id].pool.transfer,
+            self._wake_endpoint,
             stage_fails=lambda: self.faults.stage_fails(),
             handshake_timeout=config.migration.prealloc_timeout,
             on_commit=self._after_commit,
@@ -127,12 +138,17 @@ class Simulation(RunInspectionMixin):
         # the llumlets read the clock ~3 times per batch: simpy's ``now`` property returns
         # ``_now``; reading the attribute directly is 2-3% of the event loop
         self._clock = functools.partial(getattr, self.env, "_now")
-        for _ in range(config.cluster.instances):
-            # per-step reports: the first instances have not reported before their first step
-            self.add_instance(reported=not self.scheduler.reports_per_step)
+        for pool in self.pools.values():
+            for _ in range(pool.config.instances):
+                # per-step reports: the first instances have not reported before their first step
+                self.add_instance(pool.name, reported=not self.scheduler.reports_per_step)
         self.faults = FaultInjector(self.env, config.faults, self, rng)
         self.watchdog = Watchdog(
-            self.env, stall_span(config), self._progress, self._pending, self._describe_stuck
+            self.env,
+            stall_span(config),
+            lambda: inspection.progress(self),
+            lambda: inspection.pending(self),
+            lambda: inspection.describe_stuck(self),
         )
         self._started = False
 
@@ -141,39 +157,42 @@ class Simulation(RunInspectionMixin):
     def now(self) -> float:
         return self.env.now
 
-    def add_instance(self, billed_from: Optional[float] = None, reported: bool = True) -> int:
-        """Start a new instance (initial cluster, scale-out, restart) and let it receive work.
-        A new instance is known to the scheduler as empty (``reported``), as the artifact
-        records a scaled-out instance with an empty report until its first step."""
+    def add_instance(
+        self, pool_name: str, billed_from: Optional[float] = None, reported: bool = True
+    ) -> int:
+        """Start a new instance of a pool (initial cluster, scale-out, restart) and let it
+        receive work. A new instance is known to the scheduler as empty (``reported``), as
+        the artifact records a scaled-out instance with an empty report until its first step."""
         instance_id = len(self.instances)
+        pool = self.pools[pool_name]
         llumlet = Llumlet(
             instance_id,
-            self.limits,
-            self.model,
+            pool.limits,
+            pool.model,
             clock=self._clock,
             on_done=self._request_done,
-            headroom_blocks=self.headroom,
+            headroom_blocks=pool.headroom,
             priority=self.scheduler.local_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
         )
         started = self.env.now if billed_from is None else billed_from
-        runtime = InstanceRuntime(llumlet=llumlet, started_at=started)
+        runtime = InstanceRuntime(llumlet=llumlet, pool=pool, started_at=started)
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
-        self.scheduler.add_instance(instance_id, llumlet.report() if reported else None)
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report() if reported else None)
         return instance_id
 
     def drain(self, instance_id: int) -> None:
-        self.instances[instance_id].llumlet.draining = True
+        self.instances[instance_id].llumlet.status.draining = True
         self.draining.add(instance_id)
         self.scheduler.remove_instance(instance_id)
 
     def undrain(self, instance_id: int) -> None:
         llumlet = self.instances[instance_id].llumlet
-        llumlet.draining = False
+        llumlet.status.draining = False
         self.draining.discard(instance_id)
-        self.scheduler.add_instance(instance_id, llumlet.report())
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report())
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
@@ -183,7 +202,7 @@ class Simulation(RunInspectionMixin):
             return removed  # every tick asks; mostly nothing drains
         for runtime in list(self.live.values()):
             llumlet = runtime.llumlet
-            if llumlet.draining and llumlet.is_empty and not self.migrations.is_endpoint(llumlet.id):
+            if llumlet.status.draining and llumlet.is_empty and not llumlet.endpoint.migrating:
                 self._stop_instance(llumlet.id)
                 removed.append(llumlet.id)
         return removed
@@ -201,7 +220,7 @@ class Simulation(RunInspectionMixin):
             self.end_request(request, ABORT_NO_INSTANCE)
             return
         if self.fallback_kind is None:
-            demand = blocks_for(request.seq_len, self.limits.block_size)
+            demand = blocks_for(request.seq_len, self.block_size)
             target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
         else:
             target = self.fallback.choose(instances, self.fallback_kind)
@@ -220,12 +239,32 @@ class Simulation(RunInspectionMixin):
             self.fallback_kind = fallback
         elif self.fallback_kind is not None:
             self.fallback_kind = None
-            self.scheduler.resume({i: r.llumlet.report() for i, r in self.live.items()})
+            self.scheduler.resume({i: r.llumlet.reporter.report() for i, r in self.live.items()})
         if self.step_reports is not None:
             self.step_reports.paused = self.fallback_kind is not None  # reports reach nobody
 
     def is_alive(self, instance_id: int) -> bool:
         return instance_id in self.live
+
+    def pool_of(self, instance_id: int) -> str:
+        return self.instances[instance_id].pool.name
+
+    # ------------------------------------------------------------------ inspection (tests)
+    def llumlet(self, instance_id: int) -> Llumlet:
+        return self.instances[instance_id].llumlet
+
+    @property
+    def live_ids(self) -> list[int]:
+        """Instances alive now (serving or draining), in id order."""
+        return list(self.live)
+
+    def request(self, request_id: int) -> Request:
+        """A request that has arrived (requests are created at their arrival)."""
+        return self.requests[request_id]
+
+    @property
+    def migration_records(self) -> list[MigrationRecord]:
+        return self.migrations.records
 
     # ------------------------------------------------------------------ stepping (tests)
     def migrate(self, request_id: int, source: int, destination: int) -> MigrationRecord:
@@ -258,7 +297,7 @@ class Simulation(RunInspectionMixin):
             return
         self._started = True
         self.env.process(self._arrivals())
-        self.env.process(self._load_reports(progress))
+        self.env.process(self._tick(self._tick_jobs(progress)))
         self.env.process(self.watchdog.watch())
         self.faults.start()
 
@@ -277,8 +316,8 @@ class Simulation(RunInspectionMixin):
         if runtime.wake is not None and not runtime.wake.triggered:
             runtime.wake.succeed()
 
-    def _wake_llumlet(self, llumlet: Llumlet) -> None:
-        self._wake(self.instances[llumlet.id])
+    def _wake_endpoint(self, endpoint: MigrationEndpoint) -> None:
+        self._wake(self.instances[endpoint.id])
 
     def _arrivals(self):
         workload = self.workload
@@ -312,44 +351,72 @@ class Simulation(RunInspectionMixin):
         if self._done_count == len(self.workload) and not self.all_done.triggered:
             self.all_done.succeed()
 
-    def _load_reports(self, progress: Callable[[float], None] | None):
+    # ------------------------------------------------------------------ the tick's jobs
+    def _tick(self, jobs: list[Callable[[float, Optional[dict[int, LoadReport]]], None]]):
+        """The engine's clock: every ``load_report_interval``, one snapshot of the live
+        instances' reports (only when a job reads one this tick: with per-step reports an
+        idle cluster costs no report per tick), then each job in turn, in this order."""
         interval = self.config.scheduler.load_report_interval
-        sample_every = self.config.output.timeseries_interval
-        pairing_every = self.config.scheduler.pairing_every
-        scheduler, scaler = self.scheduler, self.scaler
-        next_sample = 0.0
-        rounds = 0
-        per_step = scheduler.reports_per_step
+        periodic = not self.scheduler.reports_per_step
         live = self.live
         while True:
             now = self.env.now
-            # with per-step reports the scheduler hears from the step loops; this tick only
-            # builds reports to sample them (so an idle cluster costs no report per tick)
             reports = (
-                {instance_id: r.llumlet.report() for instance_id, r in live.items()}
-                if not per_step or now >= next_sample
+                {instance_id: r.llumlet.reporter.report() for instance_id, r in live.items()}
+                if periodic or now >= self._next_sample
                 else None
             )
-            if self.fallback_kind is None:
-                if not per_step:
-                    scheduler.observe(reports)
-                    rounds += 1
-                    if scheduler.migrates and rounds % pairing_every == 0:
-                        self._pairing_round()
-                if scaler is not None:
-                    known = scheduler.view.reports if per_step else reports
-                    live_known = {i: known[i] for i in self.live if i in known}
-                    scaler.on_reports(now, live_known, len(self.live))
-            removed = self._remove_drained()
-            if removed and scaler is not None:
-                scaler.removed(removed)
-            if now >= next_sample:
-                starting = scaler.starting if scaler is not None else 0
-                self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
-                next_sample = now + sample_every
-                if progress is not None:
-                    progress(now)
+            for job in jobs:
+                job(now, reports)
             yield self.env.timeout(interval)
+
+    def _tick_jobs(self, progress: Callable[[float], None] | None) -> list:
+        """The jobs of this run's tick, each a callback named for what it does."""
+        jobs: list = []
+        if not self.scheduler.reports_per_step:
+            jobs.append(self._deliver_interval_reports)
+            if self.scheduler.migrates:
+                jobs.append(self._pair_on_cadence)
+        if self.scaler is not None:
+            jobs.append(self._feed_scaler)
+        jobs.append(self._remove_drained_instances)
+        jobs.append(functools.partial(self._sample, progress))
+        return jobs
+
+    def _deliver_interval_reports(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """Periodic reports: the scheduler hears every live instance (unless it is down)."""
+        if self.fallback_kind is None:
+            self.scheduler.observe(reports)
+            self._report_rounds += 1
+
+    def _pair_on_cadence(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """A pairing round every ``pairing_every`` report rounds (per-step reports count
+        their own, ``sim.cluster.step_reports``)."""
+        if self.fallback_kind is None and self._report_rounds % self.config.scheduler.pairing_every == 0:
+            self._pairing_round()
+
+    def _feed_scaler(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """The scaling rule sees the latest known report of every live instance."""
+        if self.fallback_kind is None:
+            known = self.scheduler.view.reports if self.scheduler.reports_per_step else reports
+            live_known = {i: known[i] for i in self.live if i in known}
+            self.scaler.on_reports(now, live_known, len(self.live))
+
+    def _remove_drained_instances(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        removed = self._remove_drained()
+        if removed and self.scaler is not None:
+            self.scaler.removed(removed)
+
+    def _sample(
+        self, progress: Callable[[float], None] | None, now: float, reports: Optional[dict[int, LoadReport]]
+    ) -> None:
+        """Every ``timeseries_interval``: the tick's reports, kept for the time series."""
+        if now >= self._next_sample:
+            starting = self.scaler.starting if self.scaler is not None else 0
+            self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
+            self._next_sample = now + self.config.output.timeseries_interval
+            if progress is not None:
+                progress(now)
 
     def _pairing_round(self) -> None:
         for source in self.scheduler.migration_pairs():
@@ -365,9 +432,11 @@ class Simulation(RunInspectionMixin):
         if destination_id is None:
             return
         source, destination = self.live[source_id], self.live[destination_id]
-        if not self.scheduler.should_migrate(source.llumlet.report(), destination.llumlet.report()):
+        if not self.scheduler.should_migrate(
+            source.llumlet.reporter.report(), destination.llumlet.reporter.report()
+        ):
             return
-        request = self.choose_candidate(source.llumlet, self.scheduler.priority.normal_tier)
+        request = self.choose_candidate(source.llumlet.batches, self.scheduler.priority.normal_tier)
         if request is not None:
             self.migrations.start(request, source.llumlet, destination.llumlet)
 
@@ -393,5 +462,5 @@ class Simulation(RunInspectionMixin):
         except KeyboardInterrupt:
             interrupted = True
         if self.all_done.triggered:
-            self._check_all_ended()
-        return self._result(wallclock.perf_counter() - started, interrupted)
+            inspection.check_all_ended(self)
+        return inspection.result(self, wallclock.perf_counter() - started, interrupted)

@@ -1,22 +1,14 @@
 """Iteration times memoised on Vidur's lookup key: the replica model's hot path (one lookup
-per executed step, a repeat costs a key and a dict hit), part of the compiled engine
-(``sim.native``)."""
+per executed step, a repeat costs a key and a dict hit)."""
 
 from __future__ import annotations
 
 from typing import Callable, Final, Sequence
 
-from sim.hardware.timing import KV_GRANULARITY as _KV_GRANULARITY
-from sim.hardware.timing import NUM_TOKENS_ROUNDING as _NUM_TOKENS_ROUNDING
-from sim.hardware.timing import LookupKey, lookup_key
+from sim.hardware.timing import KV_GRANULARITY, NUM_TOKENS_ROUNDING, LookupKey, lookup_key
 
 # decode counts packed below this (batch caps are hundreds; a larger count raises)
 DECODE_COUNT_SPAN: Final = 1_048_576  # 2**20
-# Vidur's roundings, copied when this module loads into C statics of the compiled engine (a
-# module-dict lookup per use otherwise). Not literals on purpose: mypyc would inline a
-# literal Final of timing.py, which the build does not hash, and run stale after an edit.
-KV_GRANULARITY: Final = _KV_GRANULARITY
-NUM_TOKENS_ROUNDING: Final = _NUM_TOKENS_ROUNDING
 
 
 class IterationMemo:
@@ -30,8 +22,8 @@ class IterationMemo:
         self.evaluate = evaluate
 
     def __reduce__(self) -> tuple:
-        """Pickled without its entries, which the copy computes again as it meets them
-        (compiled by ``sim.native``, a native class has no default way)."""
+        """Pickled without its entries (there can be many), which the copy computes again as
+        it meets them."""
         return (IterationMemo, (self.evaluate,))
 
     def batch_time(

@@ -23,6 +23,11 @@ class BlockLedger:
         self.reserved = 0
         self.reservations: dict[Hashable, int] = {}
 
+    def clear(self) -> None:
+        """Every block free again (the instance died with its KV cache)."""
+        self.allocated = self.reserved = 0
+        self.reservations.clear()
+
     @property
     def free(self) -> int:
         return self.capacity - self.allocated - self.reserved

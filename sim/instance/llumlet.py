@@ -1,51 +1,34 @@
-"""The llumlet's local scheduler: vLLM-style continuous batching over paged KV blocks.
+"""The llumlet: one instance's local scheduler, wired from parts that each own their state.
 
-Semantics (vLLM 0.2, which Llumnix builds on):
-* an iteration is either a prefill batch (waiting requests admitted in queue order while the
-  token budget, the batch-size cap and ``free - watermark`` blocks allow) or a decode step of
-  every running request; prefills go first whenever one can be admitted;
-* blocks persist and grow: a request needs ``ceil((prompt + generated) / block_size)`` blocks
-  before each iteration, so it takes one more block every ``block_size`` decode steps;
-* when a running request cannot get its next block, the latest arrival among the running
-  requests (of the least critical tier, when tiers are honoured) is preempted by recompute:
-  its blocks are freed and it goes back to the head of the queue, to be prefilled again over
-  ``prompt + generated`` tokens.
+* ``waiting`` (``sim.instance.waiting``): the queue of requests waiting for admission;
+* ``ledger`` (``sim.instance.blocks``): the instance's paged KV blocks;
+* ``batches`` (``sim.instance.batching``): forms every iteration, applies its effects, and
+  owns which requests are batched (vLLM's continuous batching, preemption by recompute);
+* ``endpoint`` (``sim.instance.endpoint``): the instance as its migrations see it;
+* ``reporter`` (``sim.instance.reporting``): the load report sent to the global scheduler;
+* ``status`` (``sim.instance.status``): draining or failed, set by the engine.
 
-With ``priority`` on (Llumnix's scheduling priority) the queue is ordered by tier, FCFS
-within a tier; off, it is one FCFS queue whatever the tier.
-
-Speed: a decode step does not touch every running request. Each request's progress is kept
-lazily (``generated = base_generated + iterations since it joined``), and the two things that
-can happen to it — needing a block, finishing — are put on a calendar keyed by the decode
-iteration at which they happen. A step costs O(events due), not O(batch size).
-
-Migration hooks (suspend, resume, release, accept) are in ``sim.instance.endpoint``, the load
-report in ``sim.instance.reporting``, the invariant checks in ``sim.instance.invariants``.
+The engine's step loop drives ``batches``; the scheduler reads ``reporter``; migrations talk
+to ``endpoint``. What concerns the whole instance — a request's arrival, a failure, the
+invariants over every part — is here.
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
-from typing import Callable, Collection, Optional, Sequence
+from typing import Callable, Collection, Sequence
 
-from sim.instance.batch import Batch
+from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
-from sim.instance.endpoint import MigrationEndpointMixin
-from sim.instance.invariants import InvariantsMixin
-from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
-from sim.instance.load import LoadReport
-from sim.instance.reporting import LoadReportingMixin
-from sim.instance.request import Request, RequestState
+from sim.instance.endpoint import MigrationEndpoint
+from sim.instance.limits import BatchTimer, LlumletLimits
+from sim.instance.reporting import LoadReporter
+from sim.instance.request import Request
+from sim.instance.status import InstanceStatus
 from sim.instance.waiting import WaitingQueue
 
 
-# vLLM's FCFS order of requests: arrival time, then id (a C-level key: max() and sort() over
-# running requests call it once per request on every preemption)
-arrival_order: Callable[[Request], tuple[float, int]] = attrgetter("order")
-
-
-class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
-    """Local scheduler of one instance, with its load report and migration hooks."""
+class Llumlet:
+    """One instance: its parts, and what spans them."""
 
     def __init__(
         self,
@@ -60,304 +43,51 @@ class Llumlet(MigrationEndpointMixin, LoadReportingMixin, InvariantsMixin):
     ) -> None:
         self.id = instance_id
         self.limits = limits
-        self.timer = timer
-        self._decode_step = Batch([], [])
-        # a decode step's time: the replica model's own fast path when it has one
-        self._decode_time = getattr(timer, "decode_batch_time", None) or (
-            lambda num_decodes, kv_tokens: timer.batch_time((), num_decodes, kv_tokens)
-        )
-        self.clock = clock
-        self.on_done = on_done
-        self.headroom_blocks = tuple(headroom_blocks)
-        self.priority = priority
-        self.colocated_slowdown = colocated_slowdown
+        self.status = InstanceStatus()
         self.ledger = BlockLedger(limits.capacity_blocks)
-        # a sequence stops where its next block would hold tokens past max_seq_len
-        self._max_blocks_per_sequence = limits.max_seq_len // limits.block_size
-        self.waiting = self._new_queue()
-        self.running: dict[Request, None] = {}  # an ordered set (the latest arrival is preempted)
-        self.running_per_tier = [0] * limits.tiers
-        self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
-        self.joining: list[Request] = []  # committed inbound migrations, batched from the next step
-        self.prefilling: list[Request] = []  # admitted by the prefill iteration running now
-        self._suspensions: list[tuple[Request, Callable[[bool], None]]] = []
-        self.iteration = 0  # completed decode iterations
-        self.seq_sum = 0  # sum of seq_len over running requests
-        self._block_due: dict[int, list[tuple[Request, int]]] = {}
-        self._finish_due: dict[int, list[tuple[Request, int]]] = {}
-        self.busy = False
-        self.failed = False
-        self.draining = False
-        self.migrating = False  # a migration touching this instance is in flight
-        self.copying = 0  # migration stages copying to or from this instance right now
-        self.batch_started = 0.0
-        self.preemptions = 0
-        self._last_report: Optional[LoadReport] = None
-
-    # ------------------------------------------------------------------ request entry
-    def enqueue(self, request: Request, front: bool = False) -> None:
-        """A dispatched (or recompute-migrated, ``front``) request joins the queue."""
-        request.state = RequestState.QUEUED
-        request.instance = self.id
-        request.instances.append(self.id)
-        self.waiting.push(request, front)
-
-    # ------------------------------------------------------------------ iterations
-    def next_batch(self) -> Optional[Batch]:
-        """Form the next iteration at a step boundary (None: nothing to run)."""
-        if self._suspensions:
-            self._apply_suspensions()
-        if self.joining:
-            for request in self.joining:
-                self._join_running(request)
-            self.joining.clear()
-        running = self.running
-        while True:
-            if self.waiting.count:
-                batch = self._prefill_batch()
-                if batch is not None:
-                    return batch
-            if not running:
-                return None
-            # a decode step (written out here: it is most steps): blocks due now, then the batch
-            step = self.iteration + 1
-            due = self._block_due.get(step)
-            if due is not None:
-                del self._block_due[step]
-                if len(due) <= self.ledger.free:
-                    self._grow(due, step)  # nobody can be preempted: order does not matter
-                else:
-                    self._grow_or_preempt(due, step)
-                if not running:
-                    continue  # every running request was preempted (or aborted): queued now
-            batch = self._decode_step  # one object per llumlet, refilled every decode step
-            batch.num_decodes = len(running)
-            batch.kv_tokens = self.seq_sum
-            return batch
-
-    def iteration_time(self, batch: Batch) -> float:
-        if batch.is_prefill:
-            self.batch_started = self.clock()  # a migrated request's rebuild reads it
-            seconds = self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
-        else:
-            seconds = self._decode_time(batch.num_decodes, batch.kv_tokens)
-        if self.copying:
-            seconds *= 1.0 + self.colocated_slowdown
-        return seconds
-
-    def complete(self, batch: Batch) -> None:
-        """Apply the effects of a finished iteration: tokens generated, requests finished."""
-        if batch.is_prefill:
-            now = self.clock()
-            self.prefilling = []
-            for request in batch.requests:
-                request.generated += 1
-                if request.first_token_time is None:
-                    request.first_token_time = now
-                if request.preempted_at is not None:
-                    request.preemption_loss += now - request.preempted_at
-                    request.preempted_at = None
-                record = request.migration
-                if record is not None and record.destination == self.id:
-                    record.rebuilt(now, self.batch_started)
-                if request.generated >= request.output_tokens:
-                    self._finish(request, now, joined=False)
-                else:
-                    self._join_running(request)
-            return
-        self.iteration += 1
-        self.seq_sum += batch.num_decodes
-        # dict.get and del are C calls in the compiled engine, dict.pop a method lookup
-        due = self._finish_due.get(self.iteration)
-        if due is not None:
-            del self._finish_due[self.iteration]
-            now = self.clock()
-            for request, epoch in due:
-                if request.epoch == epoch:
-                    self._finish(request, now, joined=True)
-
-    def _prefill_batch(self) -> Optional[Batch]:
-        limits = self.limits
-        admitted: list[Request] = []
-        tokens: list[int] = []
-        budget = limits.max_batched_tokens
-        seats = limits.max_batch_size - len(self.running) - len(self.suspended)
-        while self.waiting:
-            request = self.waiting.head()
-            q = request.seq_len
-            need = blocks_for(q, limits.block_size)
-            if (
-                q > limits.max_batched_tokens
-                or q > limits.max_seq_len
-                or need > limits.capacity_blocks - limits.watermark_blocks
-            ):
-                self.waiting.pop_head()
-                self.abort(request, "exceeds_instance_limits")
-                continue
-            if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
-                break
-            self.waiting.pop_head()
-            self.ledger.allocate(request, need)
-            request.state = RequestState.RUNNING
-            if request.first_admitted is None:
-                request.first_admitted = self.clock()
-            admitted.append(request)
-            tokens.append(q)
-            budget -= q
-            seats -= 1
-        if not admitted:
-            return None
-        self.prefilling = admitted
-        return Batch(admitted, tokens)
-
-    def _grow_or_preempt(self, due: list[tuple[Request, int]], step: int) -> None:
-        """Too few free blocks for everyone due: vLLM walks its running requests in arrival
-        order (most critical tier first, if tiered), giving each its next block or
-        preempting from the back."""
-        if self.priority:
-            due.sort(key=lambda item: (item[0].tier, *item[0].order))
-        else:
-            due.sort(key=lambda item: item[0].order)
-        for request, epoch in due:
-            if request.epoch != epoch:
-                continue  # left the batch (finished, preempted, suspended) meanwhile
-            if request.blocks >= self._max_blocks_per_sequence:
-                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
-                continue
-            while self.ledger.free < 1:
-                victim = self._preemption_victim()
-                self._preempt(victim)
-                if victim is request:
-                    break
-            else:
-                self.ledger.allocate(request, 1)
-                self._calendar(self._block_due, step + self.limits.block_size, request)
-
-    def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
-        """Give each request due at ``step`` its next block (there are enough free), and
-        put its next one on the calendar: the hot path of a decode step, written out."""
-        ledger = self.ledger
-        block_due = self._block_due
-        next_step = step + self.limits.block_size
-        max_blocks = self._max_blocks_per_sequence
-        for entry in due:
-            request, epoch = entry
-            if request.epoch != epoch:
-                continue  # left the batch (finished, preempted, suspended) meanwhile
-            if request.blocks >= max_blocks:
-                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
-                continue
-            request.blocks += 1
-            ledger.allocated += 1
-            bucket = block_due.get(next_step)
-            if bucket is None:
-                block_due[next_step] = [entry]
-            else:
-                bucket.append(entry)
-
-    # ------------------------------------------------------------------ running set
-    def _sync(self, request: Request) -> None:
-        request.generated = self.progress(request)
-
-    def _join_running(self, request: Request) -> None:
-        request.state = RequestState.RUNNING
-        request.epoch += 1
-        request.base_iteration = self.iteration
-        request.base_generated = request.generated
-        self.running[request] = None
-        self.running_per_tier[request.tier] += 1
-        self.seq_sum += request.seq_len
-        record = request.migration
-        if record is not None and record.destination == self.id:
-            record.rejoined(self.clock())
-            request.migration = None
-        first_block_step = (
-            self.iteration + self.limits.block_size * request.blocks - request.seq_len + 2
+        self.waiting = WaitingQueue(limits.tiers if priority else 1, limits.tiers, limits.block_size)
+        self.batches = BatchFormer(
+            instance_id, limits, timer, clock, self.waiting, self.ledger, on_done, priority, colocated_slowdown
         )
-        self._calendar(self._block_due, max(first_block_step, self.iteration + 1), request)
-        self._calendar(
-            self._finish_due, self.iteration + request.output_tokens - request.generated, request
+        self.endpoint = MigrationEndpoint(
+            instance_id, limits, self.status, self.ledger, self.waiting, self.batches
         )
+        self.reporter = LoadReporter(self.endpoint, headroom_blocks)
 
-    def _leave_running(self, request: Request) -> None:
-        self._sync(request)
-        del self.running[request]
-        self.running_per_tier[request.tier] -= 1
-        self.seq_sum -= request.seq_len
-        request.epoch += 1  # invalidates its calendar entries
-
-    def _calendar(self, calendar: dict[int, list[tuple[Request, int]]], step: int, request: Request) -> None:
-        entry = (request, request.epoch)
-        bucket = calendar.get(step)
-        if bucket is None:
-            calendar[step] = [entry]
-        else:
-            bucket.append(entry)
-
-    def _preemption_victim(self) -> Request:
-        """vLLM's choice: the latest arrival among the running requests (it keeps them in
-        arrival order and preempts from the back), of the least critical tier if tiered."""
-        candidates: Collection[Request] = self.running
-        if self.priority:
-            lowest = max(t for t, count in enumerate(self.running_per_tier) if count)
-            candidates = [r for r in self.running if r.tier == lowest]
-        return max(candidates, key=arrival_order)
-
-    def _preempt(self, request: Request) -> None:
-        """Preemption by recompute: free the blocks, requeue at the head."""
-        self._leave_running(request)
-        self.ledger.release(request)
-        request.state = RequestState.QUEUED
-        request.preemptions += 1
-        self.preemptions += 1
-        if request.preempted_at is None:
-            request.preempted_at = self.clock()
-        request.requeued = True
-        self.waiting.push(request, front=True)
-
-    def _finish(self, request: Request, now: float, joined: bool) -> None:
-        if joined:
-            self._leave_running(request)
-        self.ledger.release(request)
-        request.finish(now)
-        self.on_done(request)
-
-    def abort(self, request: Request, reason: str) -> None:
-        """End a request that can never be served here."""
-        if request in self.running:
-            self._leave_running(request)
-        self.suspended.pop(request, None)
-        self.ledger.release(request)
-        request.abort(reason, self.clock())
-        self.on_done(request)
+    def enqueue(self, request: Request) -> None:
+        """A dispatched request joins the queue."""
+        request.arrive(self.id)
+        self.waiting.push(request)
 
     def fail(self) -> list[Request]:
         """The instance died: return every request it held (their KV is gone) and reset."""
-        self.failed = True
-        lost = [*self.waiting, *self.holders()]
+        self.status.failed = True
+        lost = [*self.waiting, *self.batches.holders()]
         for request in lost:
             request.blocks = 0
             request.epoch += 1
-        pending, self._suspensions = self._suspensions, []
-        for _, answer in pending:
-            answer(False)
-        self.ledger = BlockLedger(self.limits.capacity_blocks)
-        self.waiting = self._new_queue()
-        self.running.clear()
-        self.suspended.clear()
-        self.joining.clear()
-        self.prefilling = []
-        self.running_per_tier = [0] * self.limits.tiers
-        self.seq_sum = 0
-        self._block_due.clear()
-        self._finish_due.clear()
+        self.batches.clear()
+        self.ledger.clear()
+        self.waiting.clear()
         return lost
-
-    def _new_queue(self) -> WaitingQueue:
-        limits = self.limits
-        return WaitingQueue(limits.tiers if self.priority else 1, limits.tiers, limits.block_size)
 
     @property
     def is_empty(self) -> bool:
         """No request lives here any more (a drained instance can be removed)."""
-        return not (self.waiting or self.running or self.suspended or self.joining or self.prefilling)
+        return not self.waiting and self.batches.holds_nothing
+
+    def leaked_blocks(self, live_reservations: Collection) -> int:
+        """Blocks allocated to no resident request, plus blocks reserved under a key that
+        is not in ``live_reservations`` (the keys of migrations still in flight)."""
+        held = sum(r.blocks for r in self.batches.holders())
+        orphaned = sum(
+            blocks for key, blocks in self.ledger.reservations.items() if key not in live_reservations
+        )
+        return self.ledger.allocated - held + orphaned
+
+    def check(self) -> None:
+        """Raise if blocks leaked, the lazy accounting drifted or the queue's totals are off
+        (tests, and ``Simulation(check_every_step=True)``)."""
+        self.ledger.check(self.batches.holders())
+        self.batches.check()
+        assert len(self.waiting) == sum(1 for _ in self.waiting)

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Callable, Generator, Optional, Protocol
 
-from sim.instance.blocks import BlockLedger
-from sim.instance.limits import LlumletLimits
+from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.request import Request, RequestState
 
 ABORT_DESTINATION_FULL = "destination_out_of_memory"
@@ -75,22 +74,6 @@ class TransferModel(Protocol):
     stage_latency: float
 
     def stage_time(self, blocks: int) -> float: ...
-
-
-class MigrationEndpoint(Protocol):
-    """The llumlet as a migration sees it: the one interface between the two."""
-
-    id: int
-    ledger: BlockLedger
-    limits: LlumletLimits
-    failed: bool
-    draining: bool
-    copying: int
-
-    def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None: ...
-    def resume(self, request: Request) -> None: ...
-    def release_suspended(self, request: Request) -> None: ...
-    def accept_migrated(self, request: Request, rebuild: bool) -> None: ...
 
 
 @dataclass
@@ -188,7 +171,15 @@ def migrate(
 class _Handshake:
     """State and steps of one migration between two endpoints (see ``migrate``)."""
 
-    def __init__(self, env, source, destination, request: Request, record: MigrationRecord, wake):
+    def __init__(
+        self,
+        env,
+        source: MigrationEndpoint,
+        destination: MigrationEndpoint,
+        request: Request,
+        record: MigrationRecord,
+        wake: Callable[[MigrationEndpoint], None],
+    ) -> None:
         self.env = env
         self.source = source
         self.destination = destination
@@ -203,11 +194,11 @@ class _Handshake:
 
     def trouble(self) -> Optional[str]:
         """Why the migration cannot go on, if it cannot."""
-        if self.destination.failed:
+        if self.destination.status.failed:
             return ABORT_DESTINATION_FAILED
-        if self.source.failed:
+        if self.source.status.failed:
             return ABORT_SOURCE_FAILED
-        if self.destination.draining:  # scaled in: it would only have to move the request on
+        if self.destination.status.draining:  # scaled in: it would only have to move the request on
             return ABORT_DESTINATION_DRAINING
         state = self.request.state
         if state is RequestState.FINISHED or state is RequestState.ABORTED:
@@ -236,11 +227,11 @@ class _Handshake:
             self.key, blocks
         ):
             return ABORT_DESTINATION_FULL
-        self.source.copying += 1
-        self.destination.copying += 1
+        self.source.stage_started()
+        self.destination.stage_started()
         yield self.env.timeout(transfer.stage_time(blocks))
-        self.source.copying -= 1
-        self.destination.copying -= 1
+        self.source.stage_ended()
+        self.destination.stage_ended()
         reason = self.trouble() if last else None  # a non-final stage is checked at the loop top
         if reason is None and stage_fails():
             reason = ABORT_TRANSFER_FAILED
@@ -282,6 +273,6 @@ class _Handshake:
         self.wake(self.destination)  # the released reservation may admit its queue
         if request.migration is record:
             request.migration = None
-        if self.suspended and request.state is RequestState.SUSPENDED and not source.failed:
+        if self.suspended and request.state is RequestState.SUSPENDED and not source.status.failed:
             source.resume(request)  # the request carries on at the source
             self.wake(source)

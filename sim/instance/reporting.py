@@ -6,99 +6,87 @@ artifact's load formulas) are in ``sim.instance.load``.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Sequence
 
-from mypy_extensions import trait
-
+from sim.instance.batching import BatchFormer
+from sim.instance.blocks import BlockLedger
+from sim.instance.endpoint import MigrationEndpoint
+from sim.instance.limits import LlumletLimits
 from sim.instance.load import LoadReport
-from sim.instance.state import LlumletState
+from sim.instance.status import InstanceStatus
 from sim.instance.virtual_usage import headroom_usage
+from sim.instance.waiting import WaitingQueue
 
 # LoadReport's own __new__ is a generated Python function; building the tuple directly skips
 # that frame on the hottest path (one report per executed step). Fields in declaration order.
 _new_report: Final = tuple.__new__
 
+# a report's fields as one plain tuple, compared with the last report's item by item (the
+# compiled engine compares such a tuple natively, without building a Python object)
+ReportFields = tuple[int, int, int, int, int, int, int, int, float, bool, bool, bool, int, int, int, int, int]
+_NO_REPORT: Final[ReportFields] = (-1, 0, 0, 0, 0, 0, 0, 0, 0.0, False, False, False, 0, 0, 0, 0, 0)
 
-@trait
-class LoadReportingMixin(LlumletState):
-    """Mixed into ``Llumlet``; reads the counters it keeps (ledger, queue, per-tier counts)."""
+
+class LoadReporter:
+    """Builds an instance's reports from the counters its parts keep (never walks a list),
+    and hands the last one out again while nothing in it changed. It reads the parts the
+    instance's migration endpoint is wired to, and the endpoint's own count of migrations."""
+
+    def __init__(self, endpoint: MigrationEndpoint, headroom_blocks: Sequence[float] = ()) -> None:
+        self.id = endpoint.id
+        self.limits: LlumletLimits = endpoint.limits
+        self.status: InstanceStatus = endpoint.status
+        self.ledger: BlockLedger = endpoint.ledger
+        self.waiting: WaitingQueue = endpoint.waiting
+        self.batches: BatchFormer = endpoint.batches
+        self.endpoint = endpoint
+        self.headroom_blocks = tuple(headroom_blocks)  # H_p of each tier, charged while it runs
+        self._last_fields: ReportFields = _NO_REPORT  # no instance has id -1: never equal
+        self._last: LoadReport = _new_report(LoadReport, _NO_REPORT)
 
     def report(self) -> LoadReport:
         """The instance-level load record sent to the global scheduler (raw counts; the
         signals computed from them are in ``sim.instance.load``). Built at every executed
-        step with per-step reports (and at ticks, samples and migration checks), so it
-        reads counters the llumlet keeps, never walks a list; and about every other step
-        nothing it reports has changed, so the last report is handed out again."""
-        ledger = self.ledger
-        waiting = self.waiting
-        limits = self.limits
-        allocated, reserved = ledger.allocated, ledger.reserved
-        running = len(self.running) + len(self.prefilling)  # vLLM's running list holds both
-        head = waiting.head_demand_blocks() if waiting.count else 0
-        last = self._last_report
-        if (
-            last is not None
-            and limits.tiers == 1  # then the tier fields are fixed: no top tier, no headroom
-            and not self.headroom_blocks
-            and last.used_blocks == allocated
-            and last.reserved_blocks == reserved
-            and last.num_running == running
-            and last.num_waiting == waiting.count
-            and last.waiting_demand_blocks == waiting.demand_blocks
-            and last.head_demand_blocks == head
-            and last.waiting_tokens == waiting.tokens
-            and last.num_preempted == waiting.preempted
-            and last.draining == self.draining
-            and last.migrating == self.migrating
-        ):
-            return last  # every field equal (the rest are the instance's constants)
-        head_blocked = (
-            waiting.count > 0 and ledger.capacity - allocated - reserved - head < limits.watermark_blocks
+        step with per-step reports (and at ticks, samples and migration checks); about every
+        other step none of its fields has changed, and the last report is handed out again."""
+        ledger, waiting, batches, limits = self.ledger, self.waiting, self.batches, self.limits
+        allocated, reserved, queued = ledger.allocated, ledger.reserved, waiting.count
+        head = waiting.head_demand_blocks() if queued else 0
+        fields: ReportFields = (  # LoadReport's fields, in its order
+            self.id,
+            ledger.capacity,
+            allocated,
+            reserved,
+            len(batches.running) + len(batches.prefilling),  # vLLM's running list holds both
+            queued,
+            waiting.demand_blocks,
+            head,
+            headroom_usage(batches.running_per_tier, self.headroom_blocks) if self.headroom_blocks else 0.0,
+            queued > 0 and ledger.capacity - allocated - reserved - head < limits.watermark_blocks,
+            self.status.draining,
+            self.endpoint.in_flight > 0,
+            limits.watermark_blocks,
+            limits.block_size,
+            waiting.tokens,
+            waiting.preempted,
+            self._top_tier() if limits.tiers > 1 else 0,
         )
-        report = self._last_report = _new_report(
-            LoadReport,
-            (
-                self.id,
-                ledger.capacity,
-                allocated,
-                reserved,
-                running,
-                waiting.count,
-                waiting.demand_blocks,
-                head,
-                headroom_usage(self.running_per_tier, self.headroom_blocks)
-                if self.headroom_blocks
-                else 0.0,
-                head_blocked,
-                self.draining,
-                self.migrating,
-                limits.watermark_blocks,
-                limits.block_size,
-                waiting.tokens,
-                waiting.preempted,
-                self._top_tier() if limits.tiers > 1 else 0,
-            ),
-        )
+        if fields == self._last_fields:
+            return self._last
+        self._last_fields = fields
+        report = self._last = _new_report(LoadReport, fields)
         return report
-
-    def check_report(self) -> None:
-        """Raise if the report handed out now is not what a report built afresh would be
-        (the reuse of an unchanged report; ``Simulation(check_every_step=True)`` asks)."""
-        handed = self.report()
-        self._last_report = None
-        fresh = self.report()
-        assert handed == fresh, f"instance {self.id} reused {handed}, but its state reports {fresh}"
 
     def _top_tier(self) -> int:
         """The most critical tier among queued and running requests (the lowest tier, K − 1,
         when there are none): what a load-target priority reservation depends on."""
         waiting = self.waiting.per_tier
-        running = self.running_per_tier
+        running = self.batches.running_per_tier
         top = len(running) - 1
         for tier in range(top):
             if running[tier] or waiting[tier]:
                 top = tier
                 break
-        for request in self.prefilling:
+        for request in self.batches.prefilling:
             top = min(top, request.tier)
         return top

@@ -106,6 +106,11 @@ class Request:
         """Tokens whose KV must be resident for the next iteration (prompt + generated)."""
         return self.prompt_tokens + self.generated
 
+    def arrive(self, instance_id: int) -> None:
+        """The request is now at ``instance_id`` (dispatched or migrated there)."""
+        self.instance = instance_id
+        self.instances.append(instance_id)
+
     def abort(self, reason: str, now: float) -> None:
         """End the request unserved, with a reason: the one terminal path besides finishing."""
         self.state = RequestState.ABORTED

@@ -7,7 +7,7 @@ from collections import deque
 from typing import Iterator
 
 from sim.instance.limits import blocks_for
-from sim.instance.request import Request
+from sim.instance.request import Request, RequestState
 
 
 class WaitingQueue:
@@ -27,6 +27,7 @@ class WaitingQueue:
 
     def push(self, request: Request, front: bool = False) -> None:
         """Queue a request (at the head for a preempted or recompute-migrated one)."""
+        request.state = RequestState.QUEUED
         if front:
             self._lane(request).appendleft(request)
         else:
@@ -60,6 +61,13 @@ class WaitingQueue:
         self.per_tier[request.tier] += sign
         if request.requeued:
             self.preempted += sign
+
+    def clear(self) -> None:
+        """Empty the queue (the instance died; its requests are the caller's)."""
+        for lane in self._lanes:
+            lane.clear()
+        self.count = self.demand_blocks = self.tokens = self.preempted = 0
+        self.per_tier = [0] * len(self.per_tier)
 
     def __len__(self) -> int:
         return self.count

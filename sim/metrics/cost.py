@@ -32,13 +32,18 @@ def gpus_per_instance(cluster: ClusterConfig) -> int:
 
 def cost_summary(
     config: SimulationConfig,
-    instance_seconds: float,
+    pool_seconds: dict[str, float],
     makespan: float,
     e2e_latency: pd.Series,
 ) -> dict[str, Any]:
-    """The ``cost`` section of a run summary; ``e2e_latency`` holds finished requests only."""
-    gpus = gpus_per_instance(config.cluster)
-    gpu_hours = instance_seconds * gpus / 3600.0
+    """The ``cost`` section of a run summary from the instance-seconds of each pool (each
+    instance billed at its own pool's GPUs); ``e2e_latency`` holds finished requests only."""
+    pools = config.instance_pools()
+    gpus_of = {pool.name: gpus_per_instance(pool) for pool in pools}
+    instance_seconds = sum(pool_seconds.values())
+    gpu_hours = sum(seconds * gpus_of[name] for name, seconds in pool_seconds.items()) / 3600.0
+    # one number for one pool (as every single-pool run has reported it), else per pool
+    gpus: int | dict[str, int] = gpus_of[pools[0].name] if len(pools) == 1 else gpus_of
     money = gpu_hours * config.cost.gpu_hour_price
     latencies = e2e_latency.dropna()
     per_request = money / len(latencies) if len(latencies) else math.nan

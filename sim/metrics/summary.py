@@ -148,7 +148,9 @@ def summarize(
     aborted = requests[requests["status"] == "aborted"]
     start = float(requests["arrival"].min()) if len(requests) else 0.0
     makespan = max(result.end_time - start, 1e-9)
-    instance_seconds = sum(end - begin for begin, end in result.instance_lifetimes.values())
+    pool_seconds = dict.fromkeys((pool.name for pool in result.config.instance_pools()), 0.0)
+    for instance_id, (begin, end) in result.instance_lifetimes.items():
+        pool_seconds[result.instance_pools[instance_id]] += end - begin
     tiers = sorted(int(t) for t in requests["tier"].unique()) if len(requests) else []
     return {
         "name": result.config.name,
@@ -178,7 +180,7 @@ def summarize(
             "requests_per_s": len(finished) / makespan,
             "output_tokens_per_s": float(finished["output_tokens"].sum()) / makespan,
         },
-        "cost": cost_summary(result.config, instance_seconds, makespan, finished["e2e_latency"]),
+        "cost": cost_summary(result.config, pool_seconds, makespan, finished["e2e_latency"]),
         "scaling": scaling_summary(result),
         "faults": fault_summary(requests, result.config.faults, result.end_time, result.leaked_blocks)
         if result.config.faults

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from sim.config import ConfigError, SimulationConfig
+from sim.config import ClusterConfig, ConfigError, SimulationConfig
 
-_MODELS: dict[tuple, Any] = {}  # hardware settings -> loaded replica model, per process
+_MODELS: dict[str, Any] = {}  # hardware settings -> loaded replica model, per process
 
 
-def replica_model(config: SimulationConfig) -> Any:
-    """The replica model for this cluster, loaded once per process (the warm model); a
-    driver that calls it before forking its workers hands them the model ready."""
+def replica_model(pool: ClusterConfig, key: str = "cluster") -> Any:
+    """The replica model of a pool, loaded once per process (the warm model); a driver that
+    calls it before forking its workers hands them the model ready."""
     from sim.engine.setup import load_model, replica_model_settings
 
-    key = repr(sorted(replica_model_settings(config).items()))
-    if key not in _MODELS:
-        _MODELS[key] = load_model(config)
-    return _MODELS[key]
+    settings = repr(sorted(replica_model_settings(pool).items()))
+    if settings not in _MODELS:
+        _MODELS[settings] = load_model(pool, key)
+    return _MODELS[settings]
 
 
 def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, 
     from sim.metrics import summarize
     from sim.metrics import tables as builders
 
-    result = Simulation(config, replica_model=replica_model(config)).run()
+    result = Simulation(config, load_pool_model=replica_model).run()
     if result.interrupted:
         raise KeyboardInterrupt
     frames = {
@@ -60,23 +60,24 @@ def warm(config: SimulationConfig) -> None:
     import sim.engine  # noqa: F401
     import sim.metrics  # noqa: F401
 
-    replica_model(config)
+    for pool in config.instance_pools():
+        replica_model(pool)
 
 
 def check_cell(config: SimulationConfig) -> None:
     """Raise the ConfigError the engine would raise first: unknown rules, hardware or trace."""
-    from sim.engine.setup import check_names, check_profiled_limits
+    from sim.engine.setup import check_names, check_profiled_limits, pool_key
     from sim.hardware.catalog import UnknownHardwareError, find_layout
     from sim.workload.build import resolve_trace_path
     from sim.workload.traces import TraceError
 
     check_names(config)
     check_profiled_limits(config)
-    cluster = config.cluster
-    try:
-        find_layout(cluster.model, cluster.device, cluster.tensor_parallel)
-    except UnknownHardwareError as exc:
-        raise ConfigError(f"cluster: {exc}") from None
+    for index, pool in enumerate(config.instance_pools()):
+        try:
+            find_layout(pool.model, pool.device, pool.tensor_parallel)
+        except UnknownHardwareError as exc:
+            raise ConfigError(f"{pool_key(config, index)}: {exc}") from None
     if config.workload.source != "synthetic":
         try:
             resolve_trace_path(str(config.workload.trace))

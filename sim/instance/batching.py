@@ -1,0 +1,390 @@
+"""The llumlet's batch former: vLLM-style continuous batching over paged KV blocks.
+
+Semantics (vLLM 0.2, which Llumnix builds on):
+* an iteration is either a prefill batch (waiting requests admitted in queue order while the
+  token budget, the batch-size cap and ``free - watermark`` blocks allow) or a decode step of
+  every running request; prefills go first whenever one can be admitted;
+* blocks persist and grow: a request needs ``ceil((prompt + generated) / block_size)`` blocks
+  before each iteration, so it takes one more block every ``block_size`` decode steps;
+* when a running request cannot get its next block, the latest arrival among the running
+  requests (of the least critical tier, when tiers are honoured) is preempted by recompute:
+  its blocks are freed and it goes back to the head of the queue, to be prefilled again over
+  ``prompt + generated`` tokens.
+
+With ``priority`` on (Llumnix's scheduling priority) the queue is ordered by tier, FCFS
+within a tier; off, it is one FCFS queue whatever the tier.
+
+Speed: a decode step does not touch every running request. Each request's progress is kept
+lazily (``generated = base_generated + iterations since it joined``), and the two things that
+can happen to it — needing a block, finishing — are put on a calendar keyed by the decode
+iteration at which they happen. A step costs O(events due), not O(batch size).
+
+The former owns which requests the instance batches: running, being prefilled, suspended by
+a migration's last stage (they hold blocks and seats but are not batched) and joining from
+the next step (committed inbound migrations, aborted outbound ones); a migration changes
+these only at iteration boundaries, through ``sim.instance.endpoint``.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Callable, Collection, Optional
+
+from sim.instance.batch import Batch
+from sim.instance.blocks import BlockLedger
+from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
+from sim.instance.request import Request, RequestState
+from sim.instance.waiting import WaitingQueue
+
+# vLLM's FCFS order of requests: arrival time, then id (a C-level key: max() and sort() over
+# running requests call it once per request on every preemption)
+arrival_order: Callable[[Request], tuple[float, int]] = attrgetter("order")
+
+
+class BatchFormer:
+    """Forms each iteration of one instance and applies its effects when it ends."""
+
+    def __init__(
+        self,
+        instance_id: int,
+        limits: LlumletLimits,
+        timer: BatchTimer,
+        clock: Callable[[], float],
+        waiting: WaitingQueue,
+        ledger: BlockLedger,
+        on_done: Callable[[Request], None],
+        priority: bool = False,
+        colocated_slowdown: float = 0.0,
+    ) -> None:
+        self.id = instance_id
+        self.limits = limits
+        self.timer = timer
+        self._decode_step = Batch([], [])
+        # a decode step's time: the replica model's own fast path when it has one
+        self._decode_time = getattr(timer, "decode_batch_time", None) or (
+            lambda num_decodes, kv_tokens: timer.batch_time((), num_decodes, kv_tokens)
+        )
+        self.clock = clock
+        self.waiting = waiting
+        self.ledger = ledger
+        self.on_done = on_done
+        self.priority = priority
+        self.colocated_slowdown = colocated_slowdown
+        # a sequence stops where its next block would hold tokens past max_seq_len
+        self._max_blocks_per_sequence = limits.max_seq_len // limits.block_size
+        self.running: dict[Request, None] = {}  # an ordered set (the latest arrival is preempted)
+        self.running_per_tier = [0] * limits.tiers
+        self.suspended: dict[Request, None] = {}  # in a migration's last stage: hold blocks, not batched
+        self.joining: list[Request] = []  # batched from the next step (migrated in, or back)
+        self.prefilling: list[Request] = []  # admitted by the prefill iteration running now
+        self._suspensions: list[tuple[Request, Callable[[bool], None]]] = []
+        self.iteration = 0  # completed decode iterations
+        self.seq_sum = 0  # sum of seq_len over running requests
+        self._block_due: dict[int, list[tuple[Request, int]]] = {}
+        self._finish_due: dict[int, list[tuple[Request, int]]] = {}
+        self.busy = False  # an iteration is running (set by the engine's step loop)
+        self.copying = 0  # migration stages copying to or from this instance right now
+        self.batch_started = 0.0
+        self.preemptions = 0
+
+    # ------------------------------------------------------------------ iterations
+    def next_batch(self) -> Optional[Batch]:
+        """Form the next iteration at a step boundary (None: nothing to run)."""
+        if self._suspensions:
+            self._apply_suspensions()
+        if self.joining:
+            for request in self.joining:
+                self._join_running(request)
+            self.joining.clear()
+        running = self.running
+        while True:
+            if self.waiting.count:
+                batch = self._prefill_batch()
+                if batch is not None:
+                    return batch
+            if not running:
+                return None
+            # a decode step (written out here: it is most steps): blocks due now, then the batch
+            step = self.iteration + 1
+            due = self._block_due.get(step)
+            if due is not None:
+                del self._block_due[step]
+                if len(due) <= self.ledger.free:
+                    self._grow(due, step)  # nobody can be preempted: order does not matter
+                else:
+                    self._grow_or_preempt(due, step)
+                if not running:
+                    continue  # every running request was preempted (or aborted): queued now
+            batch = self._decode_step  # one object per former, refilled every decode step
+            batch.num_decodes = len(running)
+            batch.kv_tokens = self.seq_sum
+            return batch
+
+    def iteration_time(self, batch: Batch) -> float:
+        if batch.is_prefill:
+            self.batch_started = self.clock()  # a migrated request's rebuild reads it
+            seconds = self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
+        else:
+            seconds = self._decode_time(batch.num_decodes, batch.kv_tokens)
+        if self.copying:
+            seconds *= 1.0 + self.colocated_slowdown
+        return seconds
+
+    def complete(self, batch: Batch) -> None:
+        """Apply the effects of a finished iteration: tokens generated, requests finished."""
+        if batch.is_prefill:
+            now = self.clock()
+            self.prefilling = []
+            for request in batch.requests:
+                request.generated += 1
+                if request.first_token_time is None:
+                    request.first_token_time = now
+                if request.preempted_at is not None:
+                    request.preemption_loss += now - request.preempted_at
+                    request.preempted_at = None
+                record = request.migration
+                if record is not None and record.destination == self.id:
+                    record.rebuilt(now, self.batch_started)
+                if request.generated >= request.output_tokens:
+                    self._finish(request, now, joined=False)
+                else:
+                    self._join_running(request)
+            return
+        self.iteration += 1
+        self.seq_sum += batch.num_decodes
+        # dict.get and del are C calls in the compiled engine, dict.pop a method lookup
+        due = self._finish_due.get(self.iteration)
+        if due is not None:
+            del self._finish_due[self.iteration]
+            now = self.clock()
+            for request, epoch in due:
+                if request.epoch == epoch:
+                    self._finish(request, now, joined=True)
+
+    def _prefill_batch(self) -> Optional[Batch]:
+        limits = self.limits
+        admitted: list[Request] = []
+        tokens: list[int] = []
+        budget = limits.max_batched_tokens
+        seats = limits.max_batch_size - len(self.running) - len(self.suspended)
+        while self.waiting:
+            request = self.waiting.head()
+            q = request.seq_len
+            need = blocks_for(q, limits.block_size)
+            if (
+                q > limits.max_batched_tokens
+                or q > limits.max_seq_len
+                or need > limits.capacity_blocks - limits.watermark_blocks
+            ):
+                self.waiting.pop_head()
+                self.abort(request, "exceeds_instance_limits")
+                continue
+            if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
+                break
+            self.waiting.pop_head()
+            self.ledger.allocate(request, need)
+            request.state = RequestState.RUNNING
+            if request.first_admitted is None:
+                request.first_admitted = self.clock()
+            admitted.append(request)
+            tokens.append(q)
+            budget -= q
+            seats -= 1
+        if not admitted:
+            return None
+        self.prefilling = admitted
+        return Batch(admitted, tokens)
+
+    def _grow_or_preempt(self, due: list[tuple[Request, int]], step: int) -> None:
+        """Too few free blocks for everyone due: vLLM walks its running requests in arrival
+        order (most critical tier first, if tiered), giving each its next block or
+        preempting from the back."""
+        if self.priority:
+            due.sort(key=lambda item: (item[0].tier, *item[0].order))
+        else:
+            due.sort(key=lambda item: item[0].order)
+        for request, epoch in due:
+            if request.epoch != epoch:
+                continue  # left the batch (finished, preempted, suspended) meanwhile
+            if request.blocks >= self._max_blocks_per_sequence:
+                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
+                continue
+            while self.ledger.free < 1:
+                victim = self._preemption_victim()
+                self._preempt(victim)
+                if victim is request:
+                    break
+            else:
+                self.ledger.allocate(request, 1)
+                self._calendar(self._block_due, step + self.limits.block_size, request)
+
+    def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
+        """Give each request due at ``step`` its next block (there are enough free), and
+        put its next one on the calendar: the hot path of a decode step, written out."""
+        ledger = self.ledger
+        block_due = self._block_due
+        next_step = step + self.limits.block_size
+        max_blocks = self._max_blocks_per_sequence
+        for entry in due:
+            request, epoch = entry
+            if request.epoch != epoch:
+                continue  # left the batch (finished, preempted, suspended) meanwhile
+            if request.blocks >= max_blocks:
+                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
+                continue
+            request.blocks += 1
+            ledger.allocated += 1
+            bucket = block_due.get(next_step)
+            if bucket is None:
+                block_due[next_step] = [entry]
+            else:
+                bucket.append(entry)
+
+    # ------------------------------------------------------------------ running set
+    def progress(self, request: Request) -> int:
+        """Output tokens a running request has produced so far (lazy decode accounting)."""
+        return request.base_generated + (self.iteration - request.base_iteration)
+
+    def _join_running(self, request: Request) -> None:
+        request.state = RequestState.RUNNING
+        request.epoch += 1
+        request.base_iteration = self.iteration
+        request.base_generated = request.generated
+        self.running[request] = None
+        self.running_per_tier[request.tier] += 1
+        self.seq_sum += request.seq_len
+        record = request.migration
+        if record is not None and record.destination == self.id:
+            record.rejoined(self.clock())
+            request.migration = None
+        first_block_step = (
+            self.iteration + self.limits.block_size * request.blocks - request.seq_len + 2
+        )
+        self._calendar(self._block_due, max(first_block_step, self.iteration + 1), request)
+        self._calendar(
+            self._finish_due, self.iteration + request.output_tokens - request.generated, request
+        )
+
+    def _leave_running(self, request: Request) -> None:
+        request.generated = self.progress(request)
+        del self.running[request]
+        self.running_per_tier[request.tier] -= 1
+        self.seq_sum -= request.seq_len
+        request.epoch += 1  # invalidates its calendar entries
+
+    def _calendar(self, calendar: dict[int, list[tuple[Request, int]]], step: int, request: Request) -> None:
+        entry = (request, request.epoch)
+        bucket = calendar.get(step)
+        if bucket is None:
+            calendar[step] = [entry]
+        else:
+            bucket.append(entry)
+
+    def _preemption_victim(self) -> Request:
+        """vLLM's choice: the latest arrival among the running requests (it keeps them in
+        arrival order and preempts from the back), of the least critical tier if tiered."""
+        candidates: Collection[Request] = self.running
+        if self.priority:
+            lowest = max(t for t, count in enumerate(self.running_per_tier) if count)
+            candidates = [r for r in self.running if r.tier == lowest]
+        return max(candidates, key=arrival_order)
+
+    def _preempt(self, request: Request) -> None:
+        """Preemption by recompute: free the blocks, requeue at the head."""
+        self._leave_running(request)
+        self.ledger.release(request)
+        request.preemptions += 1
+        self.preemptions += 1
+        if request.preempted_at is None:
+            request.preempted_at = self.clock()
+        request.requeued = True
+        self.waiting.push(request, front=True)
+
+    def _finish(self, request: Request, now: float, joined: bool) -> None:
+        if joined:
+            self._leave_running(request)
+        self.ledger.release(request)
+        request.finish(now)
+        self.on_done(request)
+
+    def abort(self, request: Request, reason: str) -> None:
+        """End a queued or running request that can never be served here."""
+        if request in self.running:
+            self._leave_running(request)
+        self.ledger.release(request)
+        request.abort(reason, self.clock())
+        self.on_done(request)
+
+    # ------------------------------------------------------------------ migration boundary
+    def suspend_at_boundary(self, request: Request, answer: Callable[[bool], None]) -> None:
+        """Take a running request out of the batch at the next iteration boundary (now, if
+        no iteration runs); ``answer`` gets False if it is no longer running by then."""
+        if request not in self.running:
+            answer(False)
+            return
+        self._suspensions.append((request, answer))
+        if not self.busy:
+            self._apply_suspensions()
+
+    def _apply_suspensions(self) -> None:
+        pending, self._suspensions = self._suspensions, []
+        for request, answer in pending:
+            if request in self.running:
+                self._leave_running(request)
+                self.suspended[request] = None
+                request.state = RequestState.SUSPENDED
+                answer(True)
+            else:
+                answer(False)
+
+    def resume(self, request: Request) -> None:
+        """A suspended request (its migration aborted) is batched again from the next step."""
+        del self.suspended[request]
+        self.joining.append(request)
+
+    def release_suspended(self, request: Request) -> None:
+        """A suspended request left for good (its migration committed): free its blocks."""
+        del self.suspended[request]
+        self.ledger.release(request)
+
+    def join(self, request: Request) -> None:
+        """A request arriving with its blocks (a committed migration) is batched from the
+        next step."""
+        self.joining.append(request)
+
+    # ------------------------------------------------------------------ whole instance
+    def holders(self) -> list[Request]:
+        """Every request that may hold blocks here."""
+        return [*self.prefilling, *self.running, *self.suspended, *self.joining]
+
+    @property
+    def holds_nothing(self) -> bool:
+        return not (self.running or self.suspended or self.joining or self.prefilling)
+
+    def clear(self) -> None:
+        """The instance died: nothing is batched any more, and pending suspensions fail
+        (their requests are the caller's, with their blocks gone)."""
+        pending, self._suspensions = self._suspensions, []
+        for _, answer in pending:
+            answer(False)
+        self.running.clear()
+        self.suspended.clear()
+        self.joining.clear()
+        self.prefilling = []
+        self.running_per_tier = [0] * self.limits.tiers
+        self.seq_sum = 0
+        self._block_due.clear()
+        self._finish_due.clear()
+
+    def check(self) -> None:
+        """Raise if the lazy accounting drifted: every running request holds the blocks its
+        tokens need, and the running totals match the running set (used by tests)."""
+        seq_sum = 0
+        for request in self.running:
+            seq = request.prompt_tokens + self.progress(request)
+            seq_sum += seq
+            assert request.blocks * self.limits.block_size >= seq - 1, (
+                f"request {request.id} holds {request.blocks} blocks for {seq - 1} resident tokens"
+            )
+        assert seq_sum == self.seq_sum, f"seq_sum drifted: {self.seq_sum} != {seq_sum}"
+        assert sum(self.running_per_tier) == len(self.running)

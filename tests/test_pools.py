@@ -1,0 +1,108 @@
+"""Instance pools: each instance is built from its own pool's replica model and limits;
+``cluster`` is the one-pool shorthand and leaves single-pool configs as they were."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from sim.config import ConfigError, config_hash, load_config, to_dict
+from sim.engine import Simulation
+from sim.metrics.cost import cost_summary
+from tests.doubles import LinearTimer, make_config, make_workload
+from tests.sweep_support import REPO
+
+
+class RecordingTimer(LinearTimer):
+    """A linear timer that remembers the largest prefill it was asked to time."""
+
+    def __init__(self) -> None:
+        super().__init__(capacity_blocks=2000)
+        self.largest_prefill = 0
+
+    def batch_time(self, prefills, num_decodes, decode_kv_tokens) -> float:
+        self.largest_prefill = max(self.largest_prefill, sum(q for q, _ in prefills))
+        return super().batch_time(prefills, num_decodes, decode_kv_tokens)
+
+
+def two_pools(scheduler="round-robin", **extra):
+    return make_config(
+        pools=[
+            {"name": "wide", "instances": 8, "max_batched_tokens": 12800},
+            {"name": "narrow", "instances": 8, "max_batched_tokens": 4096},
+        ],
+        scheduler={"name": scheduler},
+        **extra,
+    )
+
+
+def test_each_pool_builds_its_instances_from_its_own_model_and_limits():
+    models: dict[str, RecordingTimer] = {}
+
+    def load(pool, key):
+        assert key == f"pools[{['wide', 'narrow'].index(pool.name)}]"  # errors would name it
+        return models.setdefault(pool.name, RecordingTimer())
+
+    # 640 prompts of 1,000 tokens at once: every instance queues 40, and batches as its limit allows
+    workload = make_workload([0.0] * 640, [1000] * 640, [4] * 640)
+    simulation = Simulation(two_pools(), workload=workload, load_pool_model=load)
+    for instance_id in range(16):
+        llumlet = simulation.llumlet(instance_id)
+        pool = "wide" if instance_id < 8 else "narrow"
+        assert simulation.pool_of(instance_id) == pool
+        assert llumlet.limits.max_batched_tokens == (12800 if pool == "wide" else 4096)
+        assert llumlet.batches.timer is models[pool]
+    result = simulation.run()
+    assert all(r.state == "finished" for r in result.requests)
+    assert models["wide"].largest_prefill == 12000  # 12 prompts fit 12,800 tokens
+    assert models["narrow"].largest_prefill == 4000  # 4 fit 4,096
+    assert result.instance_pools == {i: "wide" if i < 8 else "narrow" for i in range(16)}
+
+
+def test_a_restarted_instance_comes_back_in_its_own_pool():
+    config = two_pools(faults=[{"kind": "instance_failure", "at": 1.0, "instance": 12, "restart_after": 1.0}])
+    simulation = Simulation(config, workload=make_workload([0.0], [16], [4]), replica_model=LinearTimer())
+    simulation.run_until(3.0)
+    assert simulation.pool_of(16) == "narrow" and simulation.llumlet(16).limits.max_batched_tokens == 4096
+
+
+def test_scale_out_adds_instances_of_the_first_pool():
+    config = two_pools("infaas++", autoscale={"enabled": True, "first_check": 1.0, "interval": 1.0, "max_instances": 20})
+    workload = make_workload([0.0] * 400, [2000] * 400, [400] * 400)
+    simulation = Simulation(config, workload=workload, replica_model=LinearTimer(capacity_blocks=300))
+    simulation.run_until(30.0)
+    added = sorted(set(simulation.instances) - set(range(16)))
+    assert added and all(simulation.pool_of(i) == "wide" for i in added)
+
+
+def test_cost_bills_each_instance_at_its_own_pools_gpus():
+    config = make_config(pools=[{"name": "one", "tensor_parallel": 1}, {"name": "four", "tensor_parallel": 4}])
+    cost = cost_summary(config, {"one": 3600.0, "four": 3600.0}, 3600.0, pd.Series([1.0]))
+    assert cost["gpu_hours"] == 5.0 and cost["gpus_per_instance"] == {"one": 1, "four": 4}
+    assert cost["instance_seconds"] == 7200.0 and cost["average_instances"] == 2.0
+
+
+def test_cluster_is_the_one_pool_shorthand_and_single_pool_configs_are_unchanged():
+    config = load_config(REPO / "experiments" / "configs" / "quickstart.yaml")
+    assert "pools" not in to_dict(config)  # nor in its hash or written config.yaml
+    (pool,) = config.instance_pools()
+    assert pool.name == "cluster" and pool.max_batched_tokens == config.cluster.max_batched_tokens
+    assert pool.instances == 16
+    explicit = make_config(pools=[{"name": "cluster", **to_dict(config.cluster)}])
+    assert config_hash(explicit) != config_hash(make_config())  # a pools run is keyed apart
+
+
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        ({"cluster": {"instances": 2}, "pools": [{"name": "a"}]}, "cluster: set either cluster or pools"),
+        ({"pools": [{"name": "a"}, {"name": "a"}]}, "pools[1].name: 'a' is used twice"),
+        ({"pools": [{"name": "a"}, {"name": "b", "block_size": 32}]}, "pools[1].block_size"),
+        ({"pools": [{"name": "../x"}]}, "pools[0].name"),
+        ({"pools": [{"name": "a", "instances": 1}], "faults": [{"kind": "instance_failure", "at": 1, "instance": 1}]},
+         "faults[0].instance: no instance 1"),
+    ],
+)
+def test_bad_pools_are_refused_naming_the_key(sections, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+        make_config(**sections)
