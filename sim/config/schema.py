@@ -26,6 +26,7 @@ from sim.config.ranges import (
     check_run_name,
     require,
 )
+from sim.config.slo_schema import SloConfig
 from sim.config.workload_schema import WorkloadConfig
 
 
@@ -389,6 +390,9 @@ class SimulationConfig:
     faults: list[FaultConfig] = field(default_factory=list)
     output: OutputConfig = field(default_factory=OutputConfig)
     cost: CostConfig = field(default_factory=CostConfig)
+    # per-tier SLOs (left out of the resolved config when unset, so configs without one keep
+    # their hash)
+    slo: Optional[SloConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "seed": Range(0, 2**63 - 1),
@@ -411,6 +415,7 @@ class SimulationConfig:
         instances = sum(pool.instances for pool in self.instance_pools())
         self._check_scaling_bounds(instances)
         self._check_tier_lists()
+        self._check_slo_tiers()
         for index, fault in enumerate(self.faults):
             require(
                 fault.kind != "instance_failure" or fault.instance < instances,
@@ -455,6 +460,17 @@ class SimulationConfig:
                 f"{key}: {len(values or ())} values for workload.priority.tiers={tiers}; it takes "
                 f"{wanted} ({rule})",
             )
+
+    def _check_slo_tiers(self) -> None:
+        """Explicit SLO targets come one per tier (a ladder is expanded to the tiers)."""
+        tiers = self.workload.priority.tiers
+        if self.slo is None or self.slo.ladder is not None:
+            return
+        require(
+            len(self.slo.tiers) == tiers,
+            f"slo.tiers: {len(self.slo.tiers)} targets for workload.priority.tiers={tiers}; it "
+            f"takes {tiers} (one per tier)",
+        )
 
     def instance_pools(self) -> list[PoolConfig]:
         """The pools the instances come from, in order (instance ids count through them):
