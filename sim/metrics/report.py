@@ -116,6 +116,21 @@ def format_summary(summary: dict[str, Any]) -> str:
                 f"{tier:<6}{pre['count']:>7}{_fmt(pre['mean']):>14}{_fmt(pre['p99']):>13}"
                 f"{_fmt(dec['mean']):>13}{_fmt(dec['p99']):>12}"
             )
+    slo = summary.get("slo")  # runs stored before SLOs existed have none
+    if slo:
+        lines += ["", f"{'SLO tier':<10}{'TTFT<=':>9}{'TPOT<=':>9}{'met TTFT':>10}{'met TPOT':>10}{'both':>8}{'goodput':>10}"]
+        for tier, row in [*slo["by_tier"].items(), ("all", slo["overall"])]:
+            targets = (
+                f"{_fmt(row['ttft_target']):>9}{_fmt(row['tpot_target']):>9}" if "ttft_target" in row else " " * 18
+            )
+            lines.append(
+                f"{tier:<10}{targets}{row['ttft_attainment'] * 100:>9.1f}%{row['tpot_attainment'] * 100:>9.1f}%"
+                f"{row['attainment'] * 100:>7.1f}%{row['goodput']:>7.2f}r/s"
+            )
+        lines.append(
+            f"SLO: {slo['tiers_met']} of {len(slo['by_tier'])} tiers attain {slo['quantile']:.0%} of "
+            f"their requests; attainment per GPU-hour {slo['overall']['attainment_per_gpu_hour']:.3g}"
+        )
     thr, cost, simulation = summary["throughput"], summary["cost"], summary["simulation"]
     lines += [
         "",
