@@ -128,6 +128,9 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
         ["slo={ladder: {ttft: 0.5, tpot: 0.05, growth: 0.5}}"], "slo.ladder.growth: must be >= 1, got 0.5"
     ),
     "an SLO quantile above one": (["slo={ladder: {ttft: 0.5, tpot: 0.05}, quantile: 1.5}"], "slo.quantile: must be <= 1"),
+    "SLO-aware dispatch without SLOs": (
+        ["scheduler.dispatch=slo-aware"], "scheduler.dispatch: slo-aware dispatches against per-tier SLO targets; set slo"
+    ),
     "an outage with a failure's time": (
         ["faults=[{kind: scheduler_down, start: 1, end: 2, at: 5}]"],
         "faults[0].at: not a key of a fault of kind scheduler_down (its keys: start, end, fallback)",

@@ -86,6 +86,15 @@ def scenarios(draw):
         "max_batched_tokens": draw(st.integers(64, 2048)),
         "watermark": draw(st.sampled_from([0.0, 0.05])),
         "scheduler": draw(st.sampled_from(SCHEDULERS)),
+        # the preset's own dispatch rule, or SLO-aware dispatch against a drawn SLO ladder
+        "dispatch": draw(st.sampled_from([None, "slo-aware"])),
+        "slo": {
+            "ladder": {
+                "ttft": draw(st.floats(0.05, 5.0)),
+                "tpot": draw(st.floats(0.01, 0.5)),
+                "growth": draw(st.floats(1.0, 4.0)),
+            }
+        },
         "report_interval": draw(st.sampled_from([0.05, 0.2, 0.5])),
         "pairing_every": draw(st.integers(1, 4)),
         "mode": draw(st.sampled_from(["live", "blocking", "recompute"])),
@@ -111,9 +120,11 @@ def build(s) -> Simulation:
         workload={"priority": {"tiers": s["tiers"]}},
         scheduler={
             "name": s["scheduler"],
+            "dispatch": s["dispatch"],
             "load_report_interval": s["report_interval"],
             "pairing_every": s["pairing_every"],
         },
+        slo=s["slo"],
         migration={
             "mode": s["mode"],
             "last_stage_blocks": s["last_stage_blocks"],
@@ -166,6 +177,7 @@ def check_conserved(s) -> None:
         ("migration to a draining instance aborted",
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
         ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
+        ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
     ):
@@ -200,10 +212,13 @@ def _table_bytes(simulation: Simulation) -> bytes:
     return buffer.getvalue().encode()
 
 
-def test_same_config_and_seed_give_a_byte_identical_request_table():
+@pytest.mark.parametrize("dispatch", [None, "slo-aware"])
+def test_same_config_and_seed_give_a_byte_identical_request_table(dispatch):
     def run(seed: int) -> bytes:
         config = make_config(
             seed=seed,
+            scheduler={"dispatch": dispatch},
+            slo={"ladder": {"ttft": 0.5, "tpot": 0.05}},
             cluster={"instances": 4, "kv_capacity_blocks": 300},
             workload={
                 "source": "synthetic",

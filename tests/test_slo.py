@@ -90,3 +90,112 @@ def test_a_run_with_slos_prints_and_stores_per_tier_attainment_and_the_index_car
     flat = flatten(summary)
     assert flat["slo.by_tier.1.attainment"] == summary["slo"]["by_tier"]["1"]["attainment"]
     assert "slo.overall.goodput" in flat
+
+
+# ------------------------------------------------------------------ the predictor and the rule
+def _model(**limits):
+    from sim.cluster.slo_predictor import InstanceModel
+    from sim.instance.limits import LlumletLimits
+    from tests.doubles import LinearTimer
+
+    settings = dict(capacity_blocks=1000, block_size=16, max_batched_tokens=1500, watermark_blocks=10)
+    settings.update(limits)
+    return InstanceModel(LinearTimer(), LlumletLimits(**settings))
+
+
+def _report(instance_id=0, **fields):
+    from sim.instance.load import LoadReport
+
+    values = dict(
+        capacity_blocks=1000, used_blocks=0, reserved_blocks=0, num_running=0, num_waiting=0,
+        waiting_demand_blocks=0, head_demand_blocks=0, watermark_blocks=10, block_size=16,
+    )
+    values.update(fields)
+    return LoadReport(instance_id=instance_id, **values)
+
+
+# LinearTimer: 0.02 s + 0.2 ms per prefill token + 0.3 ms per decode + 1 µs per KV token
+BUSY = dict(num_running=4, used_blocks=100, num_waiting=2, waiting_tokens=1000, waiting_demand_blocks=64, head_demand_blocks=32)
+
+
+def test_predicted_ttft_and_tpot_match_a_hand_computed_case():
+    from sim.cluster.slo_predictor import predict
+
+    predicted = predict(_report(**BUSY), 0, 600, _model())
+    under_way = 0.02 + 4 * 0.0003 + 1604e-6  # the running batch's decode step: 1,600 + 4 KV tokens
+    queue = 0.02 + 1000 * 0.0002  # the two queued 500-token prompts in one iteration
+    own = 0.02 + 600 * 0.0002  # its own prompt: 1,000 + 600 > the 1,500-token budget
+    assert predicted.ttft == pytest.approx(under_way + queue + own)
+    # it decodes with the 4 running and the 2 queued: 7 requests over 1,600 + 1,000 + 600 + 7 tokens
+    assert predicted.tpot == pytest.approx(0.02 + 7 * 0.0003 + 3207e-6)
+    assert not predicted.waits_for_memory  # 64 + 38 blocks needed, 890 free above the watermark
+
+
+def test_demand_dispatched_since_the_report_queues_ahead_and_memory_can_run_out():
+    from sim.cluster.slo_predictor import predict
+
+    pending = predict(_report(**BUSY), 10, 600, _model())
+    # three queued of the mean length (1,000 + 160) // 3 = 386 share one iteration
+    expected = 0.02 + 4 * 0.0003 + 1604e-6 + (0.02 + 3 * 386 * 0.0002) + (0.02 + 600 * 0.0002)
+    assert pending.ttft == pytest.approx(expected)
+    tight = predict(_report(**{**BUSY, "used_blocks": 900}), 0, 600, _model())
+    assert tight.waits_for_memory  # 102 blocks needed, 90 free above the watermark
+    assert predict(_report(**{**BUSY, "used_blocks": 860}), 0, 600, _model()).waits_for_memory is False
+
+
+def test_on_an_empty_instance_the_prediction_is_the_replica_models_prefill_and_decode():
+    from sim.cluster.slo_predictor import InstanceModel, predict
+    from sim.instance.limits import LlumletLimits
+    from tests.hardware_support import replica
+
+    model = replica("llama-7b")
+    limits = LlumletLimits(capacity_blocks=model.kv_capacity_blocks, max_seq_len=model.max_tokens)
+    for prompt in (64, 700, 4000):
+        predicted = predict(None, 0, prompt, InstanceModel(model, limits))
+        assert predicted.ttft == pytest.approx(model.prefill_time(prompt))
+        assert predicted.tpot == pytest.approx(model.decode_time(1, prompt + 1))
+
+
+def _view(reports, ttft=0.3, tpot=0.05):
+    from sim.cluster.view import ClusterView
+    from sim.config import SloTargetConfig
+
+    view = ClusterView([SloTargetConfig(ttft, tpot)])
+    for report in reports:
+        view.add(report.instance_id, _model())
+        view.observe_one(report)
+    return view
+
+
+def _choose(name, view, tokens=600):
+    from sim.cluster import DISPATCH_RULES, DispatchInfo
+    from sim.config import SchedulerConfig
+
+    rule = DISPATCH_RULES.get(name)(SchedulerConfig())
+    for instance_id in view.instances:
+        rule.added(view, instance_id)
+    rule.observed(view, view.reports)
+    return rule.choose(view, DispatchInfo(0, -(-tokens // 16), tokens))
+
+
+def test_slo_aware_dispatch_picks_the_predicted_feasible_instance_over_the_least_loaded():
+    # instance 0: one long request running and a 1,400-token prompt queued (load −51: the
+    # lowest); its predicted TTFT, 0.47 s, misses 0.3 s. Instance 1: 20 short requests
+    # running (load −29.5), predicted TTFT 0.17 s.
+    long_queue = _report(0, num_running=1, used_blocks=800, num_waiting=1, waiting_tokens=1400,
+                         waiting_demand_blocks=88, head_demand_blocks=88)
+    many_short = _report(1, num_running=20, used_blocks=400)
+    view = _view([long_queue, many_short])
+    assert _choose("load", view) == 0
+    assert _choose("slo-aware", view) == 1
+    # both feasible: the lowest load, as the load rule would choose
+    assert _choose("slo-aware", _view([long_queue, many_short], ttft=1.0)) == 0
+
+
+def test_with_no_feasible_instance_the_smallest_violation_wins_and_memory_waits_rank_last():
+    slow = _report(0, num_running=1, used_blocks=800, num_waiting=1, waiting_tokens=1400,
+                   waiting_demand_blocks=88, head_demand_blocks=88)  # TTFT 0.47 s
+    faster = _report(1, num_running=20, used_blocks=400)  # TTFT 0.17 s
+    assert _choose("slo-aware", _view([slow, faster], ttft=0.1)) == 1
+    full = _report(1, num_running=20, used_blocks=985)  # fast, but its prefill waits for blocks
+    assert _choose("slo-aware", _view([slow, full], ttft=0.1)) == 0

@@ -462,8 +462,14 @@ class SimulationConfig:
             )
 
     def _check_slo_tiers(self) -> None:
-        """Explicit SLO targets come one per tier (a ladder is expanded to the tiers)."""
+        """Explicit SLO targets come one per tier (a ladder is expanded to the tiers), and a
+        rule that dispatches against them has some."""
         tiers = self.workload.priority.tiers
+        require(
+            self.slo is not None or self.scheduler.dispatch != "slo-aware",
+            "scheduler.dispatch: slo-aware dispatches against per-tier SLO targets; set slo "
+            "(slo.tiers or slo.ladder)",
+        )
         if self.slo is None or self.slo.ladder is not None:
             return
         require(

@@ -23,6 +23,7 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.cluster.slo_predictor import InstanceModel
 from sim.config import PoolConfig, SimulationConfig
 from sim.engine import inspection
 from sim.engine.faults import FaultInjector
@@ -80,7 +81,9 @@ class Simulation:
         self.choose_candidate = rules.candidate
         self.workload = workload if workload is not None else load_workload(config, root)
         tiers = workload_tiers(config, self.workload)
-        self.scheduler = scheduler or GlobalScheduler(config.scheduler, tiers)
+        self.scheduler = scheduler or GlobalScheduler(
+            config.scheduler, tiers, slo_targets=config.slo.targets(tiers) if config.slo else ()
+        )
         self.pools: dict[str, InstancePool] = build_pools(
             config,
             tiers,
@@ -180,7 +183,9 @@ class Simulation:
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
-        self.scheduler.add_instance(instance_id, llumlet.reporter.report() if reported else None)
+        self.scheduler.add_instance(
+            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits)
+        )
         return instance_id
 
     def drain(self, instance_id: int) -> None:
@@ -221,7 +226,7 @@ class Simulation:
             return
         if self.fallback_kind is None:
             demand = blocks_for(request.seq_len, self.block_size)
-            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len))
         else:
             target = self.fallback.choose(instances, self.fallback_kind)
         runtime = self.instances[target]
