@@ -122,7 +122,8 @@ def test_predicted_ttft_and_tpot_match_a_hand_computed_case():
     from sim.cluster.slo_predictor import predict
 
     predicted = predict(_report(**BUSY), 0, 600, _model())
-    under_way = 0.02 + 4 * 0.0003 + 1604e-6  # the running batch's decode step: 1,600 + 4 KV tokens
+    # half the running batch's decode step (1,600 + 4 KV tokens): what remains of it on average
+    under_way = (0.02 + 4 * 0.0003 + 1604e-6) / 2
     queue = 0.02 + 1000 * 0.0002  # the two queued 500-token prompts in one iteration
     own = 0.02 + 600 * 0.0002  # its own prompt: 1,000 + 600 > the 1,500-token budget
     assert predicted.ttft == pytest.approx(under_way + queue + own)
@@ -136,7 +137,7 @@ def test_demand_dispatched_since_the_report_queues_ahead_and_memory_can_run_out(
 
     pending = predict(_report(**BUSY), 10, 600, _model())
     # three queued of the mean length (1,000 + 160) // 3 = 386 share one iteration
-    expected = 0.02 + 4 * 0.0003 + 1604e-6 + (0.02 + 3 * 386 * 0.0002) + (0.02 + 600 * 0.0002)
+    expected = (0.02 + 4 * 0.0003 + 1604e-6) / 2 + (0.02 + 3 * 386 * 0.0002) + (0.02 + 600 * 0.0002)
     assert pending.ttft == pytest.approx(expected)
     tight = predict(_report(**{**BUSY, "used_blocks": 900}), 0, 600, _model())
     assert tight.waits_for_memory  # 102 blocks needed, 90 free above the watermark
@@ -180,8 +181,8 @@ def _choose(name, view, tokens=600):
 
 def test_slo_aware_dispatch_picks_the_predicted_feasible_instance_over_the_least_loaded():
     # instance 0: one long request running and a 1,400-token prompt queued (load −51: the
-    # lowest); its predicted TTFT, 0.47 s, misses 0.3 s. Instance 1: 20 short requests
-    # running (load −29.5), predicted TTFT 0.17 s.
+    # lowest); its predicted TTFT, 0.46 s, misses 0.3 s. Instance 1: 20 short requests
+    # running (load −29.5), predicted TTFT 0.16 s.
     long_queue = _report(0, num_running=1, used_blocks=800, num_waiting=1, waiting_tokens=1400,
                          waiting_demand_blocks=88, head_demand_blocks=88)
     many_short = _report(1, num_running=20, used_blocks=400)
@@ -194,8 +195,23 @@ def test_slo_aware_dispatch_picks_the_predicted_feasible_instance_over_the_least
 
 def test_with_no_feasible_instance_the_smallest_violation_wins_and_memory_waits_rank_last():
     slow = _report(0, num_running=1, used_blocks=800, num_waiting=1, waiting_tokens=1400,
-                   waiting_demand_blocks=88, head_demand_blocks=88)  # TTFT 0.47 s
-    faster = _report(1, num_running=20, used_blocks=400)  # TTFT 0.17 s
+                   waiting_demand_blocks=88, head_demand_blocks=88)  # TTFT 0.46 s
+    faster = _report(1, num_running=20, used_blocks=400)  # TTFT 0.16 s
     assert _choose("slo-aware", _view([slow, faster], ttft=0.1)) == 1
     full = _report(1, num_running=20, used_blocks=985)  # fast, but its prefill waits for blocks
     assert _choose("slo-aware", _view([slow, full], ttft=0.1)) == 0
+
+
+def test_the_shipped_slo_scenario_runs_and_prints_its_four_tiers_attainment(tmp_path, capsys):
+    from pathlib import Path
+
+    from sim.cli.main import main
+
+    config = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "slo_tiers.yaml"
+    smaller = ["workload.num_requests=300", "cluster.instances=4", "workload.arrival.rate=2"]
+    argv = ["run", str(config), "--no-plots", "--out", str(tmp_path / "out")]
+    assert main(argv + [arg for pair in (("--set", s) for s in smaller) for arg in pair]) == 0
+    printed = capsys.readouterr().out
+    table = printed[printed.index("SLO tier"):].splitlines()
+    assert [line.split()[0] for line in table[1:6]] == ["0", "1", "2", "3", "all"]
+    assert "scheduler=llumnix" in printed

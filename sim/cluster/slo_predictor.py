@@ -5,7 +5,8 @@ list (as the SLO-aware scheduling of Llumnix's rewrite predicts from a step-time
 A report carries how many requests are queued and their total tokens, the running batch and
 its blocks. The prediction, for a request of ``prompt_tokens``:
 
-* TTFT = the iteration under way (one decode step of the running batch, if any) + the
+* TTFT = half the iteration under way (one decode step of the running batch, if any: an
+  arrival lands uniformly within it, so half of it remains on average) + the
   prefill iterations of everything queued ahead (the queued requests, each of the queue's
   mean length, and the demand dispatched since the report as one more) and of the request
   itself, packed greedily into iterations of at most ``max_batched_tokens`` tokens and
@@ -89,7 +90,8 @@ def predict(
         queued_tokens += pending_blocks * block_size
         queued_blocks += pending_blocks
     used_tokens = used_blocks * block_size
-    under_way = _decode_step(model, running, used_tokens + running) if running else 0.0
+    # a Poisson arrival lands uniformly within the iteration under way: half of it remains
+    under_way = _decode_step(model, running, used_tokens + running) / 2 if running else 0.0
     mean_queued = min(max(queued_tokens // queued, 1), limits.max_batched_tokens) if queued else 0
     ttft = under_way + _prefill_seconds(model, [mean_queued] * queued + [prompt], running)
     batch = min(running + queued + 1, limits.max_batch_size)
