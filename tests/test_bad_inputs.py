@@ -129,7 +129,14 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
     ),
     "an SLO quantile above one": (["slo={ladder: {ttft: 0.5, tpot: 0.05}, quantile: 1.5}"], "slo.quantile: must be <= 1"),
     "SLO-aware dispatch without SLOs": (
-        ["scheduler.dispatch=slo-aware"], "scheduler.dispatch: slo-aware dispatches against per-tier SLO targets; set slo"
+        ["scheduler.dispatch=slo-aware"], "scheduler.dispatch: slo-aware works against per-tier SLO targets; set slo"
+    ),
+    "adaptive headroom without SLOs": (
+        ["scheduler.priority.mode=adaptive-headroom"],
+        "scheduler.priority.mode: adaptive-headroom works against per-tier SLO targets; set slo",
+    ),
+    "an adaptive step of nothing": (
+        ["scheduler.priority.adaptive={step: 0}"], "scheduler.priority.adaptive.step: must be > 0, got 0"
     ),
     "an outage with a failure's time": (
         ["faults=[{kind: scheduler_down, start: 1, end: 2, at: 5}]"],

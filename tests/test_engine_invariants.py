@@ -88,6 +88,10 @@ def scenarios(draw):
         "scheduler": draw(st.sampled_from(SCHEDULERS)),
         # the preset's own dispatch rule, or SLO-aware dispatch against a drawn SLO ladder
         "dispatch": draw(st.sampled_from([None, "slo-aware"])),
+        # the preset's priority mode, or headroom moved online by the SLO controller
+        "priority": draw(
+            st.sampled_from([{}, {"mode": "adaptive-headroom", "adaptive": {"interval": draw(st.floats(0.2, 3.0))}}])
+        ),
         "slo": {
             "ladder": {
                 "ttft": draw(st.floats(0.05, 5.0)),
@@ -121,6 +125,7 @@ def build(s) -> Simulation:
         scheduler={
             "name": s["scheduler"],
             "dispatch": s["dispatch"],
+            "priority": s["priority"],
             "load_report_interval": s["report_interval"],
             "pairing_every": s["pairing_every"],
         },
@@ -178,6 +183,7 @@ def check_conserved(s) -> None:
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
         ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
         ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
+        ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
     ):
@@ -212,12 +218,14 @@ def _table_bytes(simulation: Simulation) -> bytes:
     return buffer.getvalue().encode()
 
 
-@pytest.mark.parametrize("dispatch", [None, "slo-aware"])
-def test_same_config_and_seed_give_a_byte_identical_request_table(dispatch):
+@pytest.mark.parametrize(
+    "scheduler", [{}, {"dispatch": "slo-aware"}, {"priority": {"mode": "adaptive-headroom", "adaptive": {"interval": 2}}}]
+)
+def test_same_config_and_seed_give_a_byte_identical_request_table(scheduler):
     def run(seed: int) -> bytes:
         config = make_config(
             seed=seed,
-            scheduler={"dispatch": dispatch},
+            scheduler=scheduler,
             slo={"ladder": {"ttft": 0.5, "tpot": 0.05}},
             cluster={"instances": 4, "kv_capacity_blocks": 300},
             workload={

@@ -215,3 +215,60 @@ def test_the_shipped_slo_scenario_runs_and_prints_its_four_tiers_attainment(tmp_
     table = printed[printed.index("SLO tier"):].splitlines()
     assert [line.split()[0] for line in table[1:6]] == ["0", "1", "2", "3", "all"]
     assert "scheduler=llumnix" in printed
+
+
+# ------------------------------------------------------------------ adaptive headroom
+def _controller(start=(0.2, 0.07, 0.0), step=0.02, max_total=0.5):
+    from sim.cluster.adaptive_headroom import HeadroomController
+    from sim.config import SloTargetConfig
+
+    targets = [SloTargetConfig(0.5, 0.05), SloTargetConfig(1.0, 0.1), SloTargetConfig(2.0, 0.2)]
+    return HeadroomController(list(start), targets, quantile=0.9, step=step, max_total=max_total, fixed=[2])
+
+
+def test_the_controller_raises_a_missing_tiers_headroom_and_releases_a_slack_one():
+    controller = _controller()
+    for _ in range(8):
+        controller.observe(0, 0.9, 0.04)  # tier 0: TTFT over its 0.5 s target
+    for _ in range(2):
+        controller.observe(0, 0.2, 0.04)
+    for _ in range(10):
+        controller.observe(1, 0.3, 0.05)  # tier 1: every request within target
+        controller.observe(2, 9.0, None)  # tier 2 misses, but has no headroom by design
+    assert controller.attainment() == [0.2, 1.0, 0.0]
+    assert controller.adjust()
+    assert controller.fractions == pytest.approx([0.22, 0.05, 0.0])
+    assert not controller.adjust()  # an empty window changes nothing
+
+
+def test_the_controller_holds_in_its_dead_band_and_keeps_within_the_total():
+    held = _controller()
+    for met in [True] * 92 + [False] * 8:  # 92%: above the 90% quantile, under the 95% slack line
+        held.observe(1, 0.3 if met else 5.0, 0.05)
+    assert not held.adjust() and held.fractions == [0.2, 0.07, 0.0]
+    capped = _controller(start=(0.45, 0.05, 0.0), step=0.1)
+    capped.observe(0, None, None)  # aborted before a first token: missed
+    capped.observe(1, 5.0, 0.05)
+    assert capped.adjust()
+    assert sum(capped.fractions) == pytest.approx(0.5)  # 0.55 + 0.15 scaled into the total
+    assert capped.fractions[0] / capped.fractions[1] == pytest.approx(0.55 / 0.15)
+
+
+def test_an_adaptive_headroom_run_writes_each_tiers_headroom_over_time(tmp_path):
+    import pandas as pd
+
+    from sim.cli.main import main
+
+    config = tmp_path / "adaptive.yaml"
+    config.write_text(
+        "name: adaptive\ncluster: {instances: 2}\n"
+        "scheduler: {name: llumnix, priority: {mode: adaptive-headroom, adaptive: {interval: 2}}}\n"
+        "workload: {source: synthetic, num_requests: 300, arrival: {rate: 6.0}, priority: {tiers: 3, sampler: uniform}}\n"
+        "slo: {ladder: {ttft: 0.2, tpot: 0.03}, quantile: 0.99}\n"
+    )
+    assert main(["run", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    cluster = pd.read_csv(tmp_path / "out" / "cluster.csv")
+    assert {"headroom_tier0", "headroom_tier1", "headroom_tier2"} <= set(cluster.columns)
+    assert (cluster["headroom_tier2"] == 0).all()  # the background tier never gets any
+    assert cluster["headroom_tier0"].nunique() > 1  # the tight tier-0 target moved it
+    assert (tmp_path / "out" / "headroom.png").exists()

@@ -29,6 +29,9 @@ from sim.config.ranges import (
 from sim.config.slo_schema import SloConfig
 from sim.config.workload_schema import WorkloadConfig
 
+# rules that read the SLO targets (a config naming one must set ``slo``)
+SLO_DRIVEN_RULES = ("slo-aware", "adaptive-headroom")
+
 
 @dataclass
 class OverheadConfig:
@@ -130,6 +133,26 @@ class HeadroomConfig:
 
 
 @dataclass
+class AdaptiveHeadroomConfig:
+    """The ``adaptive-headroom`` mode's controller (``sim.cluster.adaptive_headroom``): every
+    ``interval`` seconds a tier missing its SLO gets ``step``·M more headroom, one with slack
+    gives ``step``·M back. Defaults: a window of 10 s holds ~75 requests at the quickstart's
+    7.5 req/s, enough to tell 99% from 95%; 2% of M is ~16 blocks of a 782-block A10 instance,
+    one 256-token request's KV cache."""
+
+    interval: float = 10.0
+    step: float = 0.02
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "interval": Range(0.001, 86_400.0, "s"),
+        "step": Range(0.0, 1.0, open_low=True),
+    }
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass
 class SchedulerPriorityConfig:
     """How tiers turn into load (``sim.cluster.priority``); None: the preset's choice."""
 
@@ -138,6 +161,9 @@ class SchedulerPriorityConfig:
     # 0..K-2 (None: 1,600 for tier 0 — the paper's — then geometric steps to capacity)
     load_targets: Optional[list[float]] = None
     local: Optional[Literal["fcfs", "tier"]] = None  # the llumlet's queue/preemption order
+    # the adaptive-headroom mode's controller (None: its defaults; left out of the resolved
+    # config when unset, so configs without it keep their hash)
+    adaptive: Optional[AdaptiveHeadroomConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "load_targets": Range(0.0, 1e9, "tokens", open_low=True),
@@ -465,11 +491,14 @@ class SimulationConfig:
         """Explicit SLO targets come one per tier (a ladder is expanded to the tiers), and a
         rule that dispatches against them has some."""
         tiers = self.workload.priority.tiers
-        require(
-            self.slo is not None or self.scheduler.dispatch != "slo-aware",
-            "scheduler.dispatch: slo-aware dispatches against per-tier SLO targets; set slo "
-            "(slo.tiers or slo.ladder)",
-        )
+        for key, value in (
+            ("scheduler.dispatch", self.scheduler.dispatch),
+            ("scheduler.priority.mode", self.scheduler.priority.mode),
+        ):
+            require(
+                self.slo is not None or value not in SLO_DRIVEN_RULES,
+                f"{key}: {value} works against per-tier SLO targets; set slo (slo.tiers or slo.ladder)",
+            )
         if self.slo is None or self.slo.ladder is not None:
             return
         require(

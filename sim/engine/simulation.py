@@ -25,6 +25,7 @@ import simpy
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
 from sim.cluster.slo_predictor import InstanceModel
 from sim.config import PoolConfig, SimulationConfig
+from sim.config.schema import AdaptiveHeadroomConfig
 from sim.engine import inspection
 from sim.engine.faults import FaultInjector
 from sim.engine.migrations import MigrationLauncher
@@ -36,6 +37,7 @@ from sim.engine.setup import (
     build_pools,
     check_names,
     check_profiled_limits,
+    headroom_controller,
     load_model,
     load_workload,
     workload_tiers,
@@ -46,7 +48,7 @@ from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
-from sim.instance.request import Request
+from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
     from sim.workload.build import Workload
@@ -92,6 +94,11 @@ class Simulation:
             (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
             transfer,
         )
+        # adaptive-headroom: the controller moving each tier's headroom, and when it next does
+        self.headroom_controller = (
+            headroom_controller(config, tiers, self.pools) if self.scheduler.priority.adapts else None
+        )
+        self._next_adapt = (config.scheduler.priority.adaptive or AdaptiveHeadroomConfig()).interval
         first = next(iter(self.pools.values()))
         self.scale_pool = first.name  # scale-out adds instances of the first pool
         self.block_size = first.limits.block_size  # every pool's (the config checks it)
@@ -353,6 +360,8 @@ class Simulation:
             raise AssertionError(f"request {request.id} ended twice")
         self._done[request.id] = 1
         self._done_count += 1
+        if self.headroom_controller is not None:
+            self.headroom_controller.observe(request.tier, *_slo_times(request))
         if self._done_count == len(self.workload) and not self.all_done.triggered:
             self.all_done.succeed()
 
@@ -385,6 +394,8 @@ class Simulation:
         if self.scaler is not None:
             jobs.append(self._feed_scaler)
         jobs.append(self._remove_drained_instances)
+        if self.headroom_controller is not None:
+            jobs.append(self._adapt_headroom)
         jobs.append(functools.partial(self._sample, progress))
         return jobs
 
@@ -412,13 +423,28 @@ class Simulation:
         if removed and self.scaler is not None:
             self.scaler.removed(removed)
 
+    def _adapt_headroom(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """Every ``priority.adaptive.interval``: the controller ends its window, and a moved
+        allocation reaches every pool (new instances) and every live instance's reports."""
+        if now < self._next_adapt:
+            return
+        controller = self.headroom_controller
+        self._next_adapt = now + (self.config.scheduler.priority.adaptive or AdaptiveHeadroomConfig()).interval
+        if not controller.adjust():
+            return
+        for pool in self.pools.values():
+            pool.headroom[:] = [f * pool.limits.capacity_blocks for f in controller.fractions]
+        for runtime in self.live.values():
+            runtime.llumlet.reporter.headroom_blocks = tuple(runtime.pool.headroom)
+
     def _sample(
         self, progress: Callable[[float], None] | None, now: float, reports: Optional[dict[int, LoadReport]]
     ) -> None:
         """Every ``timeseries_interval``: the tick's reports, kept for the time series."""
         if now >= self._next_sample:
             starting = self.scaler.starting if self.scaler is not None else 0
-            self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
+            headroom = tuple(self.headroom_controller.fractions) if self.headroom_controller else ()
+            self.load_samples.append(LoadSample(now, starting, tuple(reports.values()), headroom))
             self._next_sample = now + self.config.output.timeseries_interval
             if progress is not None:
                 progress(now)
@@ -469,3 +495,14 @@ class Simulation:
         if self.all_done.triggered:
             inspection.check_all_ended(self)
         return inspection.result(self, wallclock.perf_counter() - started, interrupted)
+
+
+def _slo_times(request: Request) -> tuple[Optional[float], Optional[float]]:
+    """An ended request's TTFT (None: no first token) and TPOT after it (None: not
+    finished; 0 for a one-token request), as the frontend that streamed it knows them."""
+    first = request.first_token_time
+    ttft = None if first is None else first - request.arrival
+    if request.state is not RequestState.FINISHED or first is None:
+        return ttft, None
+    tokens_after = request.output_tokens - 1
+    return ttft, (request.finish_time - first) / tokens_after if tokens_after else 0.0
