@@ -88,6 +88,7 @@ def scenarios(draw):
         "scheduler": draw(st.sampled_from(SCHEDULERS)),
         # the preset's own dispatch rule, or SLO-aware dispatch against a drawn SLO ladder
         "dispatch": draw(st.sampled_from([None, "slo-aware"])),
+        "slo_migration": draw(st.booleans()),  # SLO-driven pairing and candidates
         # the preset's priority mode, or headroom moved online by the SLO controller
         "priority": draw(
             st.sampled_from([{}, {"mode": "adaptive-headroom", "adaptive": {"interval": draw(st.floats(0.2, 3.0))}}])
@@ -95,7 +96,9 @@ def scenarios(draw):
         "slo": {
             "ladder": {
                 "ttft": draw(st.floats(0.05, 5.0)),
-                "tpot": draw(st.floats(0.01, 0.5)),
+                # often just above LinearTimer's 20 ms decode step, where some instances
+                # miss and others have room: SLO-driven migration's working range
+                "tpot": draw(st.one_of(st.floats(0.01, 0.5), st.floats(0.0205, 0.025))),
                 "growth": draw(st.floats(1.0, 4.0)),
             }
         },
@@ -126,6 +129,7 @@ def build(s) -> Simulation:
             "name": s["scheduler"],
             "dispatch": s["dispatch"],
             "priority": s["priority"],
+            **({"pairing": "slo"} if s["slo_migration"] else {}),
             "load_report_interval": s["report_interval"],
             "pairing_every": s["pairing_every"],
         },
@@ -135,6 +139,7 @@ def build(s) -> Simulation:
             "last_stage_blocks": s["last_stage_blocks"],
             "max_stages": s["max_stages"],
             "prealloc_timeout": 1.0,
+            **({"candidate": "least-critical-longest"} if s["slo_migration"] else {}),
         },
         faults=s["faults"],
         autoscale=autoscale,
@@ -183,6 +188,7 @@ def check_conserved(s) -> None:
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
         ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
         ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
+        ("SLO-driven migration committed", s["slo_migration"] and committed > 0),
         ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),

@@ -272,3 +272,45 @@ def test_an_adaptive_headroom_run_writes_each_tiers_headroom_over_time(tmp_path)
     assert (cluster["headroom_tier2"] == 0).all()  # the background tier never gets any
     assert cluster["headroom_tier0"].nunique() > 1  # the tight tier-0 target moved it
     assert (tmp_path / "out" / "headroom.png").exists()
+
+
+# ------------------------------------------------------------------ SLO-driven migration
+def _pairs(reports, tpot):
+    from sim.cluster import PAIRING_RULES
+    from sim.cluster.priority import PriorityMode
+    from sim.config import SchedulerConfig
+
+    config = SchedulerConfig()
+    rule = PAIRING_RULES.get("slo")(config, PriorityMode(config, 1), True)
+    return dict(rule.pair(_view(reports, ttft=10.0, tpot=tpot)))
+
+
+def test_slo_pairing_sends_a_predicted_tpot_miss_to_the_fastest_destination_that_stays_within():
+    # LinearTimer decode step: 0.02 s + 0.3 ms per request + 1 µs per KV token
+    over = _report(0, num_running=40, used_blocks=800)  # 40 x 320 tokens: 44.8 ms per token
+    light = _report(1, num_running=10, used_blocks=100)  # +1 of 320 tokens: 25.2 ms
+    busy = _report(2, num_running=35, used_blocks=500)  # +1 of 320 tokens: 39.2 ms
+    assert _pairs([over, light, busy], tpot=0.04) == {0: 1}
+    assert _pairs([over, busy], tpot=0.04) == {0: 2}
+    assert _pairs([over, busy], tpot=0.035) == {}  # taking one would push 2 past its target too
+    full = _report(1, num_running=10, used_blocks=975)  # fast, but no room for 20 blocks above the watermark
+    assert _pairs([over, full], tpot=0.04) == {}
+    assert _pairs([light, busy], tpot=0.04) == {}  # nobody predicted to miss: nothing moves
+
+
+def test_the_slo_candidate_is_the_least_critical_longest_request():
+    from sim.instance.candidates import CANDIDATE_RULES
+    from sim.instance.request import Request
+
+    class Batch:
+        def __init__(self, requests, generated):
+            self.running = requests
+            self._generated = generated
+
+        def progress(self, request):
+            return self._generated[request.id]
+
+    requests = [Request(0, 0.0, 100, 50, 0), Request(1, 0.1, 100, 50, 2), Request(2, 0.2, 300, 50, 2), Request(3, 0.3, 50, 50, 1)]
+    batch = Batch(requests, {0: 900, 1: 250, 2: 10, 3: 0})
+    chosen = CANDIDATE_RULES.get("least-critical-longest")(batch, 0)
+    assert chosen.id == 1  # tier 2's longest: 100 + 250 tokens beats 300 + 10

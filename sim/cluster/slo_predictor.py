@@ -99,3 +99,13 @@ def predict(
     needed = queued_blocks + blocks_for(prompt, block_size)
     waits = blocked or needed > free_blocks - limits.watermark_blocks
     return Prediction(ttft, tpot, waits)
+
+
+def batch_tpot(report: LoadReport, model: InstanceModel, joining: int = 0, joining_tokens: int = 0) -> float:
+    """One decode step of the instance's running batch with ``joining`` more requests
+    holding ``joining_tokens`` in all: the TPOT its running requests are predicted to see
+    (what SLO-driven migration pairs on)."""
+    batch = min(report.num_running + joining, model.limits.max_batch_size)
+    if batch == 0:
+        return 0.0
+    return _decode_step(model, batch, report.used_blocks * model.limits.block_size + joining_tokens + batch)

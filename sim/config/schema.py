@@ -30,7 +30,7 @@ from sim.config.slo_schema import SloConfig
 from sim.config.workload_schema import WorkloadConfig
 
 # rules that read the SLO targets (a config naming one must set ``slo``)
-SLO_DRIVEN_RULES = ("slo-aware", "adaptive-headroom")
+SLO_DRIVEN_RULES = ("slo-aware", "adaptive-headroom", "slo")
 
 
 @dataclass
@@ -493,6 +493,7 @@ class SimulationConfig:
         tiers = self.workload.priority.tiers
         for key, value in (
             ("scheduler.dispatch", self.scheduler.dispatch),
+            ("scheduler.pairing", self.scheduler.pairing),
             ("scheduler.priority.mode", self.scheduler.priority.mode),
         ):
             require(
