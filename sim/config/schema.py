@@ -489,7 +489,7 @@ class SimulationConfig:
 
     def _check_slo_tiers(self) -> None:
         """Explicit SLO targets come one per tier (a ladder is expanded to the tiers), and a
-        rule that dispatches against them has some."""
+        rule that works against them (dispatch, pairing or priority mode) has some."""
         tiers = self.workload.priority.tiers
         for key, value in (
             ("scheduler.dispatch", self.scheduler.dispatch),
