@@ -109,6 +109,35 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
         ["workload.priority.tiers=2", "scheduler.priority.load_targets=[1600, 800]"],
         "scheduler.priority.load_targets: 2 values for workload.priority.tiers=2; it takes 1",
     ),
+    "SLO targets for 2 of 4 tiers": (
+        ["workload.priority.tiers=4", "slo={tiers: [{ttft: 0.5, tpot: 0.05}, {ttft: 1, tpot: 0.1}]}"],
+        "slo.tiers: 2 targets for workload.priority.tiers=4; it takes 4 (one per tier)",
+    ),
+    "SLO targets for a tier that is not there": (
+        ["slo={tiers: [{ttft: 0.5, tpot: 0.05}, {ttft: 1, tpot: 0.1}]}"],
+        "slo.tiers: 2 targets for workload.priority.tiers=1; it takes 1",
+    ),
+    "SLO tiers and a ladder": (
+        ["slo={tiers: [{ttft: 0.5, tpot: 0.05}], ladder: {ttft: 0.5, tpot: 0.05}}"],
+        "slo.tiers: give either tiers or ladder",
+    ),
+    "no SLO targets": (["slo={quantile: 0.9}"], "slo.tiers: give either tiers or ladder"),
+    "a zero TTFT target": (["slo={tiers: [{ttft: 0, tpot: 0.05}]}"], "slo.tiers[0].ttft: must be > 0 s, got 0"),
+    "a TPOT target missing": (["slo={tiers: [{ttft: 0.5}]}"], "slo.tiers[0].tpot: required key missing"),
+    "a ladder that tightens": (
+        ["slo={ladder: {ttft: 0.5, tpot: 0.05, growth: 0.5}}"], "slo.ladder.growth: must be >= 1, got 0.5"
+    ),
+    "an SLO quantile above one": (["slo={ladder: {ttft: 0.5, tpot: 0.05}, quantile: 1.5}"], "slo.quantile: must be <= 1"),
+    "SLO-aware dispatch without SLOs": (
+        ["scheduler.dispatch=slo-aware"], "scheduler.dispatch: slo-aware works against per-tier SLO targets; set slo"
+    ),
+    "adaptive headroom without SLOs": (
+        ["scheduler.priority.mode=adaptive-headroom"],
+        "scheduler.priority.mode: adaptive-headroom works against per-tier SLO targets; set slo",
+    ),
+    "an adaptive step of nothing": (
+        ["scheduler.priority.adaptive={step: 0}"], "scheduler.priority.adaptive.step: must be > 0, got 0"
+    ),
     "an outage with a failure's time": (
         ["faults=[{kind: scheduler_down, start: 1, end: 2, at: 5}]"],
         "faults[0].at: not a key of a fault of kind scheduler_down (its keys: start, end, fallback)",

@@ -166,6 +166,11 @@ CAPACITY_EDGES: dict[str, tuple[list[str], str]] = {
         for bound in ("-1", "0", "inf", "nan")
     },
     "a tier the config lacks": (["--slo", "tier3.e2e_latency.p99<=5"], "--slo tier3.e2e_latency.p99: no tier 3 (workload.priority.tiers=1: tiers 0..0)"),
+    "attainment without SLO targets": (
+        ["--slo", "tier0.attainment>=0.99"],
+        "--slo tier0.attainment: attainment is measured against the config's targets; set slo",
+    ),
+    "attainment above one": (["--slo", "attainment>=1.5"], "an attainment bound must be a share in (0, 1]"),
     "no seeds": (["--seeds", "0"], "--seeds: must be in 1..1,000, got 0"),
     "a billion seeds": (["--seeds", "1000000000"], "--seeds: must be in 1..1,000, got 1000000000"),
     "NaN tolerance": (["--tolerance", "nan"], "--tolerance: must be in (0, 1), got nan"),

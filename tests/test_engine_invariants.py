@@ -86,6 +86,22 @@ def scenarios(draw):
         "max_batched_tokens": draw(st.integers(64, 2048)),
         "watermark": draw(st.sampled_from([0.0, 0.05])),
         "scheduler": draw(st.sampled_from(SCHEDULERS)),
+        # the preset's own dispatch rule, or SLO-aware dispatch against a drawn SLO ladder
+        "dispatch": draw(st.sampled_from([None, "slo-aware"])),
+        "slo_migration": draw(st.booleans()),  # SLO-driven pairing and candidates
+        # the preset's priority mode, or headroom moved online by the SLO controller
+        "priority": draw(
+            st.sampled_from([{}, {"mode": "adaptive-headroom", "adaptive": {"interval": draw(st.floats(0.2, 3.0))}}])
+        ),
+        "slo": {
+            "ladder": {
+                "ttft": draw(st.floats(0.05, 5.0)),
+                # often just above LinearTimer's 20 ms decode step, where some instances
+                # miss and others have room: SLO-driven migration's working range
+                "tpot": draw(st.one_of(st.floats(0.01, 0.5), st.floats(0.0205, 0.025))),
+                "growth": draw(st.floats(1.0, 4.0)),
+            }
+        },
         "report_interval": draw(st.sampled_from([0.05, 0.2, 0.5])),
         "pairing_every": draw(st.integers(1, 4)),
         "mode": draw(st.sampled_from(["live", "blocking", "recompute"])),
@@ -111,14 +127,19 @@ def build(s) -> Simulation:
         workload={"priority": {"tiers": s["tiers"]}},
         scheduler={
             "name": s["scheduler"],
+            "dispatch": s["dispatch"],
+            "priority": s["priority"],
+            **({"pairing": "slo"} if s["slo_migration"] else {}),
             "load_report_interval": s["report_interval"],
             "pairing_every": s["pairing_every"],
         },
+        slo=s["slo"],
         migration={
             "mode": s["mode"],
             "last_stage_blocks": s["last_stage_blocks"],
             "max_stages": s["max_stages"],
             "prealloc_timeout": 1.0,
+            **({"candidate": "least-critical-longest"} if s["slo_migration"] else {}),
         },
         faults=s["faults"],
         autoscale=autoscale,
@@ -166,6 +187,9 @@ def check_conserved(s) -> None:
         ("migration to a draining instance aborted",
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
         ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
+        ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
+        ("SLO-driven migration committed", s["slo_migration"] and committed > 0),
+        ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
     ):
@@ -200,10 +224,15 @@ def _table_bytes(simulation: Simulation) -> bytes:
     return buffer.getvalue().encode()
 
 
-def test_same_config_and_seed_give_a_byte_identical_request_table():
+@pytest.mark.parametrize(
+    "scheduler", [{}, {"dispatch": "slo-aware"}, {"priority": {"mode": "adaptive-headroom", "adaptive": {"interval": 2}}}]
+)
+def test_same_config_and_seed_give_a_byte_identical_request_table(scheduler):
     def run(seed: int) -> bytes:
         config = make_config(
             seed=seed,
+            scheduler=scheduler,
+            slo={"ladder": {"ttft": 0.5, "tpot": 0.05}},
             cluster={"instances": 4, "kv_capacity_blocks": 300},
             workload={
                 "source": "synthetic",

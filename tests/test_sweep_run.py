@@ -20,7 +20,7 @@ from sim.files import OutputError
 from sim.sweep import load_grid, run_sweep
 from sim.sweep.capacity import parse_slo, search_capacity
 from tests.disk_faults import FailingDisk
-from tests.sweep_support import GRIDS, REPO, fake_run_cell
+from tests.sweep_support import GRIDS, REPO, fake_run_cell, fake_summary
 
 SMOKE = GRIDS / "k_sweep_smoke.yaml"
 
@@ -204,11 +204,38 @@ def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch
     assert saved["rate"] == result.rate and saved["slos"] == {"tier0.prefill_latency.p99": 1.0}
 
 
+def test_capacity_can_target_a_tiers_slo_attainment(tmp_path, monkeypatch):
+    # tier 0 attains 1 − rate / 100 of its requests: attainment >= 0.9 holds up to 10 req/s
+    def run_cell(config, tables=()):
+        summary = fake_summary(config, 0.1, config.workload.priority.tiers)
+        share = 1 - config.workload.arrival.rate / 100
+        summary["slo"] = {"overall": {"attainment": 1.0}, "by_tier": {"0": {"attainment": share}}}
+        return summary
+
+    monkeypatch.setattr("sim.sweep.cell.run_cell", run_cell)
+    config = load_config(
+        base={
+            "workload": {"num_requests": 10, "arrival": {"rate": 3.0}},
+            "cluster": {"instances": 2},
+            "slo": {"ladder": {"ttft": 1.0, "tpot": 0.1}},
+        }
+    )
+    slo = parse_slo("tier0.attainment>=0.9")
+    result = search_capacity(config, [slo], tmp_path, tolerance=0.01, jobs=1)
+    assert result.rate <= 10.0 < result.bracket[1]
+    assert [p.meets for p in result.points] == [p.rate <= 10.0 for p in result.points]
+    # the same shares judged as a latency would be (<=) come out the other way: the bound's
+    # direction is the attainment's
+    assert not slo.holds(0.5) and slo.holds(0.95) and slo.text == "tier0.attainment>=0.9"
+
+
 @pytest.mark.parametrize(
     ("slo", "named"),
     [
         ("prefill.p99<=1", "unknown metric 'prefill'"),
         ("e2e_latency.p99<1", "expected [tierN.]METRIC.STAT<=SECONDS"),
+        ("tier0.attainment<=0.9", "expected [tierN.]METRIC.STAT<=SECONDS"),
+        ("tier0.attainment>=most", "'most' is not a share"),
     ],
 )
 def test_a_bad_slo_is_named(slo, named):

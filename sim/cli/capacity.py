@@ -25,9 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--slo",
         action="append",
         default=[],
-        metavar="[tierN.]METRIC.STAT<=SECONDS",
-        help="a latency bound, e.g. tier0.prefill_latency.p99<=0.5 or e2e_latency.mean<=20 "
-        "(repeatable; all must hold, on the mean over seeds)",
+        metavar="[tierN.]METRIC.STAT<=SECONDS | [tierN.]attainment>=SHARE",
+        help="a latency bound, e.g. tier0.prefill_latency.p99<=0.5 or e2e_latency.mean<=20, or "
+        "an attainment of the config's slo targets, e.g. tier0.attainment>=0.99 (also "
+        "ttft_attainment, tpot_attainment; repeatable; all must hold, on the mean over seeds)",
     )
     parser.add_argument("--seeds", type=int, default=1, help="runs per rate (default 1)")
     parser.add_argument("--low", type=float, help="a rate known to meet the SLOs (req/s)")
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         args.recompute_stale,
     )
     header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
-        f" {slo.name + '<=' + format(slo.limit, 'g'):>32}" for slo in slos
+        f" {slo.text:>32}" for slo in slos
     )
     print(header)
     for point in result.points:

@@ -27,6 +27,7 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 
 from sim.cluster.priority import PriorityMode
+from sim.cluster.slo_predictor import predict
 from sim.cluster.view import ClusterView
 from sim.config import SchedulerConfig
 from sim.config.registry import Registry
@@ -43,6 +44,7 @@ class DispatchInfo:
 
     tier: int
     demand_blocks: int
+    tokens: int = 0  # its prompt (with what it generated before a retry): what it will prefill
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -210,6 +212,40 @@ class ArtifactLoad(_RoundRobinUntilReported):
 
 
 DISPATCH_RULES.register("load")(ArtifactLoad)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class SloAware(ArtifactLoad):
+    """Among the instances predicted to meet the request's tier SLO (``sim.cluster.
+    slo_predictor``: TTFT and TPOT from the last report and the replica model), the one with
+    the lowest ``load`` dispatch load; if none, the one with the smallest predicted violation
+    — the larger of predicted TTFT and TPOT over their targets, an instance whose prefill
+    must wait for memory after every other. No round-robin start: an unreported instance is
+    predicted as empty."""
+
+    def choose(self, view: ClusterView, request: DispatchInfo) -> int:
+        target = view.slo_targets[request.tier]
+        feasible: list[int] = []
+        violation: dict[int, tuple[bool, float]] = {}
+        for instance_id in view.instances:
+            predicted = predict(
+                view.reports.get(instance_id),
+                view.pending.get(instance_id, 0),
+                request.tokens,
+                view.models[instance_id],
+            )
+            excess = max(predicted.ttft / target.ttft, predicted.tpot / target.tpot)
+            if not predicted.waits_for_memory and excess <= 1.0:
+                feasible.append(instance_id)
+            else:
+                violation[instance_id] = (predicted.waits_for_memory, excess)
+        if feasible:
+            # the lowest load, ties to the highest id as the ``load`` rule breaks them
+            return min(reversed(feasible), key=lambda i: self.tiered_key(view, i, request.tier))
+        return min(view.instances, key=violation.__getitem__)
+
+
+DISPATCH_RULES.register("slo-aware")(SloAware)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

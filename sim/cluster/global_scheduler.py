@@ -22,9 +22,10 @@ from sim.cluster.dispatch import DISPATCH_RULES, DispatchInfo, DispatchRule
 from sim.cluster.ordering import ARRIVAL_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
 from sim.cluster.priority import PRIORITY_MODES, PriorityMode
+from sim.cluster.slo_predictor import InstanceModel
 from sim.cluster.step_reports import StepReports
 from sim.cluster.view import ClusterView
-from sim.config import ConfigError, SchedulerConfig
+from sim.config import ConfigError, SchedulerConfig, SloTargetConfig
 from sim.instance.load import LoadReport
 from sim.instance.request import Request
 
@@ -87,11 +88,12 @@ class GlobalScheduler:
         config: SchedulerConfig,
         tiers: int = 1,
         dispatch_rule: Optional[DispatchRule] = None,
+        slo_targets: Sequence[SloTargetConfig] = (),
     ) -> None:
         self.settings = settings = resolve(config)
         self.priority: PriorityMode = PRIORITY_MODES.get(settings.priority)(config, tiers)
         self.local_tiers = (config.priority.local or self.priority.local_order) == "tier"
-        self.view = ClusterView()
+        self.view = ClusterView(slo_targets)
         # per-step reports stored but not yet settled into the view's pending demand and the
         # dispatch rule's cached loads (see step_reports)
         self._unsettled: set[int] = set()
@@ -124,9 +126,12 @@ class GlobalScheduler:
         return self.view.instances
 
     # ------------------------------------------------------------------ instance set
-    def add_instance(self, instance_id: int, report: Optional[LoadReport]) -> None:
-        """The instance accepts dispatches; ``report`` is its first load report, if any."""
-        self.view.add(instance_id)
+    def add_instance(
+        self, instance_id: int, report: Optional[LoadReport], model: Optional[InstanceModel] = None
+    ) -> None:
+        """The instance accepts dispatches; ``report`` is its first load report, if any, and
+        ``model`` its pool's replica model and limits (what SLO prediction times)."""
+        self.view.add(instance_id, model)
         self.dispatch_rule.added(self.view, instance_id)
         if report is not None:
             self.observe({instance_id: report})

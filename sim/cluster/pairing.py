@@ -12,6 +12,12 @@ llumlet's choice (``sim.instance.candidates``). Two rules:
 * ``freeness-threshold`` (the paper's prose, §4.4.3): F_full below ``source_below`` pairs
   with F_full above ``destination_above``, lowest with highest; a pair lasts until either
   side is back within the thresholds, and a source keeps migrating one request at a time.
+* ``slo`` (needs ``slo``): a source is an instance whose running batch is predicted
+  (``sim.cluster.slo_predictor.batch_tpot``) to decode slower than the TPOT target of its
+  most critical tier, most over first; its destination is the instance predicted to stay
+  within the TPOT targets of its own and the source's most critical tiers with a request of
+  the source's mean context added, and with the blocks for it, the fastest first; one
+  migration per pair and round, as ``artifact``.
 
 Compiled with the dispatch rules (``sim.native``), and for the same reasons registered by a
 call after each class, open to interpreted subclasses, with ClassVar switches.
@@ -25,6 +31,7 @@ from typing import ClassVar, Mapping
 from mypy_extensions import mypyc_attr
 
 from sim.cluster.priority import PriorityMode
+from sim.cluster.slo_predictor import batch_tpot
 from sim.cluster.view import ClusterView
 from sim.config import SchedulerConfig
 from sim.config.registry import Registry
@@ -126,3 +133,41 @@ class FreenessThresholds(PairingRule):
 
 
 PAIRING_RULES.register("freeness-threshold")(FreenessThresholds)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class SloPairing(PairingRule):
+    def pair(self, view: ClusterView) -> Mapping[int, int]:
+        targets, reports, models = view.slo_targets, view.reports, view.models
+        excess: dict[int, float] = {}
+        for instance_id in sorted(reports):
+            report = reports[instance_id]
+            if report.num_running and instance_id in models and not report.migrating:
+                tpot = batch_tpot(report, models[instance_id])
+                if tpot > targets[report.top_tier].tpot:
+                    excess[instance_id] = tpot / targets[report.top_tier].tpot
+        open_destinations = [
+            i for i in view.instances if i in reports and i in models and i not in excess and not reports[i].migrating
+        ]
+        self.pairs = {}
+        for source in sorted(excess, key=lambda i: (-excess[i], i)):
+            moving = reports[source]
+            block_size = models[source].limits.block_size
+            tokens = moving.used_blocks * block_size // moving.num_running  # the mean context
+            best: int | None = None
+            best_tpot: float | None = None
+            for destination in open_destinations:
+                report, model = reports[destination], models[destination]
+                limit = min(targets[report.top_tier].tpot, targets[moving.top_tier].tpot)
+                room = report.free_blocks - model.limits.watermark_blocks
+                tpot = batch_tpot(report, model, 1, tokens)
+                fits = -(-tokens // model.limits.block_size) <= room and report.num_running < model.limits.max_batch_size
+                if fits and tpot <= limit and (best_tpot is None or tpot < best_tpot):
+                    best, best_tpot = destination, tpot
+            if best is not None:
+                self.pairs[source] = best
+                open_destinations.remove(best)
+        return self.pairs
+
+
+PAIRING_RULES.register("slo")(SloPairing)

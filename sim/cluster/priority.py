@@ -14,6 +14,8 @@ subtracts from an instance's available memory.
   the ``priority`` dispatch load of a high-priority request when it holds none.
 * ``headroom`` (the K-tier project's scheme): tier p charges H_p = M·h_max·e^(−λp) blocks
   while any of its requests runs (the llumlet reports the sum); the same for every request.
+* ``adaptive-headroom``: ``headroom`` starting from that allocation, each H_p then moved by
+  a controller from the tier's recent SLO attainment (``sim.cluster.adaptive_headroom``).
 
 The mode also says how the llumlet orders its own queue by default: ``load-target`` keeps
 vLLM's FCFS (the artifact's high-priority insertion is a no-op in effect, see README),
@@ -43,6 +45,7 @@ class PriorityMode:
 
     local_order: ClassVar[str] = "fcfs"  # the llumlet's own queue and preemption order by default
     tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
+    adapts: ClassVar[bool] = False  # tier headroom is moved online (adaptive-headroom)
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -90,6 +93,18 @@ class HeadroomMode(_Prioritised):
 
 
 PRIORITY_MODES.register("headroom")(HeadroomMode)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class AdaptiveHeadroomMode(HeadroomMode):
+    """``headroom`` whose per-tier H_p the engine's controller moves online from each
+    tier's SLO attainment (``sim.cluster.adaptive_headroom``); reservations read the
+    report's charged headroom as ``headroom`` does."""
+
+    adapts: ClassVar[bool] = True
+
+
+PRIORITY_MODES.register("adaptive-headroom")(AdaptiveHeadroomMode)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

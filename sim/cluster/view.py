@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional, Sequence
 
+from sim.cluster.slo_predictor import InstanceModel
+from sim.config import SloTargetConfig
 from sim.instance.load import LoadReport
 
 
 class ClusterView:
     """The latest report of every reporting instance (draining ones too: they are migration
     sources), the instances that accept dispatches, and the demand dispatched to each since
-    its last report (so a burst between two reports does not all land on one instance)."""
+    its last report (so a burst between two reports does not all land on one instance); and
+    what is static: each instance's replica model and limits, and each tier's SLO targets."""
 
-    def __init__(self) -> None:
+    def __init__(self, slo_targets: Sequence[SloTargetConfig] = ()) -> None:
         self.instances: list[int] = []  # accept dispatches, in id order
         self.reports: dict[int, LoadReport] = {}
         self.pending: dict[int, int] = {}  # blocks dispatched since the instance's last report
+        self.models: dict[int, InstanceModel] = {}  # where the engine said (SLO prediction)
+        self.slo_targets = tuple(slo_targets)  # per tier, empty without SLOs
 
-    def add(self, instance_id: int) -> None:
+    def add(self, instance_id: int, model: Optional[InstanceModel] = None) -> None:
+        if model is not None:
+            self.models[instance_id] = model
         if instance_id not in self.instances:
             self.instances.append(instance_id)
             self.instances.sort()

@@ -26,6 +26,7 @@ from sim.config.schema import (
     SimulationConfig,
     TransferConfig,
 )
+from sim.config.slo_schema import SloConfig, SloLadderConfig, SloTargetConfig
 from sim.config.workload_schema import (
     ArrivalConfig,
     PriorityConfig,
@@ -62,6 +63,9 @@ __all__ = [
     "PriorityConfig",
     "SchedulerConfig",
     "SimulationConfig",
+    "SloConfig",
+    "SloLadderConfig",
+    "SloTargetConfig",
     "SyntheticLengthsConfig",
     "TransferConfig",
     "WorkloadConfig",

@@ -124,6 +124,9 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "") -> T:
             known = ", ".join(sorted(fields))
             raise ConfigError(f"{dotted}: unknown key (known keys here: {known})")
         kwargs[key] = _coerce(value, hints[key], dotted)
+    for name, f in fields.items():
+        if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{prefix}.{name}: required key missing" if prefix else f"{name}: required key missing")
     try:
         obj = cls(**kwargs)
     except ConfigError as exc:

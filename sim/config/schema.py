@@ -26,7 +26,11 @@ from sim.config.ranges import (
     check_run_name,
     require,
 )
+from sim.config.slo_schema import SloConfig
 from sim.config.workload_schema import WorkloadConfig
+
+# rules that read the SLO targets (a config naming one must set ``slo``)
+SLO_DRIVEN_RULES = ("slo-aware", "adaptive-headroom", "slo")
 
 
 @dataclass
@@ -129,6 +133,26 @@ class HeadroomConfig:
 
 
 @dataclass
+class AdaptiveHeadroomConfig:
+    """The ``adaptive-headroom`` mode's controller (``sim.cluster.adaptive_headroom``): every
+    ``interval`` seconds a tier missing its SLO gets ``step``·M more headroom, one with slack
+    gives ``step``·M back. Defaults: a window of 10 s holds ~75 requests at the quickstart's
+    7.5 req/s, enough to tell 99% from 95%; 2% of M is ~16 blocks of a 782-block A10 instance,
+    one 256-token request's KV cache."""
+
+    interval: float = 10.0
+    step: float = 0.02
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "interval": Range(0.001, 86_400.0, "s"),
+        "step": Range(0.0, 1.0, open_low=True),
+    }
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass
 class SchedulerPriorityConfig:
     """How tiers turn into load (``sim.cluster.priority``); None: the preset's choice."""
 
@@ -137,6 +161,9 @@ class SchedulerPriorityConfig:
     # 0..K-2 (None: 1,600 for tier 0 — the paper's — then geometric steps to capacity)
     load_targets: Optional[list[float]] = None
     local: Optional[Literal["fcfs", "tier"]] = None  # the llumlet's queue/preemption order
+    # the adaptive-headroom mode's controller (None: its defaults; left out of the resolved
+    # config when unset, so configs without it keep their hash)
+    adaptive: Optional[AdaptiveHeadroomConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "load_targets": Range(0.0, 1e9, "tokens", open_low=True),
@@ -389,6 +416,9 @@ class SimulationConfig:
     faults: list[FaultConfig] = field(default_factory=list)
     output: OutputConfig = field(default_factory=OutputConfig)
     cost: CostConfig = field(default_factory=CostConfig)
+    # per-tier SLOs (left out of the resolved config when unset, so configs without one keep
+    # their hash)
+    slo: Optional[SloConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "seed": Range(0, 2**63 - 1),
@@ -411,6 +441,7 @@ class SimulationConfig:
         instances = sum(pool.instances for pool in self.instance_pools())
         self._check_scaling_bounds(instances)
         self._check_tier_lists()
+        self._check_slo_tiers()
         for index, fault in enumerate(self.faults):
             require(
                 fault.kind != "instance_failure" or fault.instance < instances,
@@ -455,6 +486,27 @@ class SimulationConfig:
                 f"{key}: {len(values or ())} values for workload.priority.tiers={tiers}; it takes "
                 f"{wanted} ({rule})",
             )
+
+    def _check_slo_tiers(self) -> None:
+        """Explicit SLO targets come one per tier (a ladder is expanded to the tiers), and a
+        rule that works against them (dispatch, pairing or priority mode) has some."""
+        tiers = self.workload.priority.tiers
+        for key, value in (
+            ("scheduler.dispatch", self.scheduler.dispatch),
+            ("scheduler.pairing", self.scheduler.pairing),
+            ("scheduler.priority.mode", self.scheduler.priority.mode),
+        ):
+            require(
+                self.slo is not None or value not in SLO_DRIVEN_RULES,
+                f"{key}: {value} works against per-tier SLO targets; set slo (slo.tiers or slo.ladder)",
+            )
+        if self.slo is None or self.slo.ladder is not None:
+            return
+        require(
+            len(self.slo.tiers) == tiers,
+            f"slo.tiers: {len(self.slo.tiers)} targets for workload.priority.tiers={tiers}; it "
+            f"takes {tiers} (one per tier)",
+        )
 
     def instance_pools(self) -> list[PoolConfig]:
         """The pools the instances come from, in order (instance ids count through them):

@@ -18,6 +18,7 @@ class LoadSample(NamedTuple):
     time: float
     starting: int  # scale-outs still in their cold start (billed, not yet reporting)
     reports: tuple[LoadReport, ...]
+    headroom: tuple[float, ...] = ()  # adaptive-headroom: each tier's H_p as a fraction of M
 
 
 class BatchRecord(NamedTuple):

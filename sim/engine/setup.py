@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
+from sim.cluster.adaptive_headroom import HeadroomController
 from sim.config import ClusterConfig, ConfigError, PoolConfig, SimulationConfig
+from sim.config.schema import AdaptiveHeadroomConfig
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
 from sim.instance.migration import TransferModel
 from sim.instance.virtual_usage import tier_headroom_blocks
@@ -203,3 +205,22 @@ def build_pools(
         headroom = tier_headroom(config, limits) if charges_headroom else []
         pools[pool.name] = InstancePool(pool.name, pool, model, limits, headroom, pool_transfer)
     return pools
+
+
+def headroom_controller(
+    config: SimulationConfig, tiers: int, pools: dict[str, InstancePool]
+) -> HeadroomController:
+    """The adaptive-headroom controller, starting from the first pool's fixed allocation as
+    fractions of its capacity (the background tier, without headroom by design, stays so)."""
+    first = next(iter(pools.values()))
+    headroom = config.scheduler.headroom
+    settings = config.scheduler.priority.adaptive or AdaptiveHeadroomConfig()
+    assert config.slo is not None  # the config requires it for this mode
+    return HeadroomController(
+        [h / first.limits.capacity_blocks for h in first.headroom],
+        config.slo.targets(tiers),
+        config.slo.quantile,
+        settings.step,
+        headroom.max_total,
+        fixed=[tiers - 1] if headroom.lowest_tier_none and headroom.blocks is None else [],
+    )

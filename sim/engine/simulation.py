@@ -23,7 +23,9 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.cluster.slo_predictor import InstanceModel
 from sim.config import PoolConfig, SimulationConfig
+from sim.config.schema import AdaptiveHeadroomConfig
 from sim.engine import inspection
 from sim.engine.faults import FaultInjector
 from sim.engine.migrations import MigrationLauncher
@@ -35,6 +37,7 @@ from sim.engine.setup import (
     build_pools,
     check_names,
     check_profiled_limits,
+    headroom_controller,
     load_model,
     load_workload,
     workload_tiers,
@@ -45,7 +48,7 @@ from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
-from sim.instance.request import Request
+from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
     from sim.workload.build import Workload
@@ -80,7 +83,9 @@ class Simulation:
         self.choose_candidate = rules.candidate
         self.workload = workload if workload is not None else load_workload(config, root)
         tiers = workload_tiers(config, self.workload)
-        self.scheduler = scheduler or GlobalScheduler(config.scheduler, tiers)
+        self.scheduler = scheduler or GlobalScheduler(
+            config.scheduler, tiers, slo_targets=config.slo.targets(tiers) if config.slo else ()
+        )
         self.pools: dict[str, InstancePool] = build_pools(
             config,
             tiers,
@@ -89,6 +94,11 @@ class Simulation:
             (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
             transfer,
         )
+        # adaptive-headroom: the controller moving each tier's headroom, and when it next does
+        self.headroom_controller = (
+            headroom_controller(config, tiers, self.pools) if self.scheduler.priority.adapts else None
+        )
+        self._next_adapt = (config.scheduler.priority.adaptive or AdaptiveHeadroomConfig()).interval
         first = next(iter(self.pools.values()))
         self.scale_pool = first.name  # scale-out adds instances of the first pool
         self.block_size = first.limits.block_size  # every pool's (the config checks it)
@@ -180,7 +190,9 @@ class Simulation:
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
-        self.scheduler.add_instance(instance_id, llumlet.reporter.report() if reported else None)
+        self.scheduler.add_instance(
+            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits)
+        )
         return instance_id
 
     def drain(self, instance_id: int) -> None:
@@ -221,7 +233,7 @@ class Simulation:
             return
         if self.fallback_kind is None:
             demand = blocks_for(request.seq_len, self.block_size)
-            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand))
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len))
         else:
             target = self.fallback.choose(instances, self.fallback_kind)
         runtime = self.instances[target]
@@ -348,6 +360,8 @@ class Simulation:
             raise AssertionError(f"request {request.id} ended twice")
         self._done[request.id] = 1
         self._done_count += 1
+        if self.headroom_controller is not None:
+            self.headroom_controller.observe(request.tier, *_slo_times(request))
         if self._done_count == len(self.workload) and not self.all_done.triggered:
             self.all_done.succeed()
 
@@ -380,6 +394,8 @@ class Simulation:
         if self.scaler is not None:
             jobs.append(self._feed_scaler)
         jobs.append(self._remove_drained_instances)
+        if self.headroom_controller is not None:
+            jobs.append(self._adapt_headroom)
         jobs.append(functools.partial(self._sample, progress))
         return jobs
 
@@ -407,13 +423,28 @@ class Simulation:
         if removed and self.scaler is not None:
             self.scaler.removed(removed)
 
+    def _adapt_headroom(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """Every ``priority.adaptive.interval``: the controller ends its window, and a moved
+        allocation reaches every pool (new instances) and every live instance's reports."""
+        if now < self._next_adapt:
+            return
+        controller = self.headroom_controller
+        self._next_adapt = now + (self.config.scheduler.priority.adaptive or AdaptiveHeadroomConfig()).interval
+        if not controller.adjust():
+            return
+        for pool in self.pools.values():
+            pool.headroom[:] = [f * pool.limits.capacity_blocks for f in controller.fractions]
+        for runtime in self.live.values():
+            runtime.llumlet.reporter.headroom_blocks = tuple(runtime.pool.headroom)
+
     def _sample(
         self, progress: Callable[[float], None] | None, now: float, reports: Optional[dict[int, LoadReport]]
     ) -> None:
         """Every ``timeseries_interval``: the tick's reports, kept for the time series."""
         if now >= self._next_sample:
             starting = self.scaler.starting if self.scaler is not None else 0
-            self.load_samples.append(LoadSample(now, starting, tuple(reports.values())))
+            headroom = tuple(self.headroom_controller.fractions) if self.headroom_controller else ()
+            self.load_samples.append(LoadSample(now, starting, tuple(reports.values()), headroom))
             self._next_sample = now + self.config.output.timeseries_interval
             if progress is not None:
                 progress(now)
@@ -464,3 +495,14 @@ class Simulation:
         if self.all_done.triggered:
             inspection.check_all_ended(self)
         return inspection.result(self, wallclock.perf_counter() - started, interrupted)
+
+
+def _slo_times(request: Request) -> tuple[Optional[float], Optional[float]]:
+    """An ended request's TTFT (None: no first token) and TPOT after it (None: not
+    finished; 0 for a one-token request), as the frontend that streamed it knows them."""
+    first = request.first_token_time
+    ttft = None if first is None else first - request.arrival
+    if request.state is not RequestState.FINISHED or first is None:
+        return ttft, None
+    tokens_after = request.output_tokens - 1
+    return ttft, (request.finish_time - first) / tokens_after if tokens_after else 0.0

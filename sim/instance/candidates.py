@@ -56,14 +56,27 @@ def longest_job_first(source: BatchFormer, normal_from: int) -> Optional[Request
 def lowest_tier_shortest(source: BatchFormer, normal_from: int) -> Optional[Request]:
     """The paper's prose (§4.4.3): lower priority first, then the shortest sequence
     (cheapest to move), then the lowest id; never one already migrating."""
+    return _first_by(source, lambda request: (-request.tier, _length(source, request), request.id))
+
+
+@CANDIDATE_RULES.register("least-critical-longest")
+def least_critical_longest(source: BatchFormer, normal_from: int) -> Optional[Request]:
+    """SLO-driven migration's: the least critical request whose move relieves the source
+    most — of the least critical tier running, the longest sequence (a decode step's time
+    grows with the batch's KV tokens), then the lowest id; never one already migrating."""
+    return _first_by(source, lambda request: (-request.tier, -_length(source, request), request.id))
+
+
+def _first_by(source: BatchFormer, key: Callable[[Request], tuple]) -> Optional[Request]:
+    """The running request not already migrating with the smallest ``key``."""
     best: Optional[Request] = None
     best_key = None
     for request in source.running:
         if request.migration is not None:
             continue
-        key = (-request.tier, _length(source, request), request.id)
-        if best_key is None or key < best_key:
-            best, best_key = request, key
+        request_key = key(request)
+        if best_key is None or request_key < best_key:
+            best, best_key = request, request_key
     return best
 
 

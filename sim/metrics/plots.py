@@ -97,3 +97,20 @@ def plot_migrations(migrations: pd.DataFrame, end_time: float, path: Path, title
     for ax in (over_time, downtime):
         ax.grid(True, alpha=0.3)
     return _save(fig, path, title)
+
+
+def headroom_columns(cluster: pd.DataFrame) -> list[str]:
+    """cluster.csv's per-tier headroom columns (adaptive-headroom runs only)."""
+    return [column for column in cluster.columns if column.startswith("headroom_tier")]
+
+
+def plot_headroom(cluster: pd.DataFrame, path: Path, title: str) -> Path:
+    """Each tier's adaptive headroom over time, as a fraction of an instance's capacity."""
+    fig, ax = plt.subplots(figsize=(12, 4))
+    for column in headroom_columns(cluster):
+        ax.step(cluster["time"], cluster[column], where="post", label=column.replace("headroom_", ""))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("headroom (fraction of M)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path, title)

@@ -11,7 +11,13 @@ import yaml
 from sim.config import to_dict
 from sim.engine.result import SimulationResult
 from sim.files import strict_json
-from sim.metrics.plots import plot_cluster_timeline, plot_latency_cdfs, plot_migrations
+from sim.metrics.plots import (
+    headroom_columns,
+    plot_cluster_timeline,
+    plot_headroom,
+    plot_latency_cdfs,
+    plot_migrations,
+)
 from sim.metrics.run_folder import RunFolder
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
@@ -22,7 +28,7 @@ def write_run(
     result: SimulationResult, out_dir: Path | RunFolder, plots: bool = True
 ) -> dict[str, Any]:
     """Write requests.csv, instances.csv, cluster.csv, migrations.csv, summary.json,
-    config.yaml, plots, and timeline.json when ``output.timeline`` asks for it — into a
+    config.yaml, plots (headroom.png with adaptive headroom), and timeline.json when ``output.timeline`` asks for it — into a
     staging folder renamed into place at the end (``sim.metrics.run_folder``), so the run
     folder holds this run whole, or the previous one if writing is stopped."""
     folder = out_dir if isinstance(out_dir, RunFolder) else RunFolder.prepare(out_dir)
@@ -58,6 +64,9 @@ def _write_files(result: SimulationResult, out_dir: Path, plots: bool) -> dict[s
             instances, cluster, result.capacity_blocks, out_dir / "timeline.png", title
         )
         files += ["latency.png", "timeline.png"]
+    if plots and headroom_columns(cluster):
+        plot_headroom(cluster, out_dir / "headroom.png", title)
+        files.append("headroom.png")
     if plots and len(migrations):
         plot_migrations(migrations, result.end_time, out_dir / "migrations.png", title)
         files.append("migrations.png")
@@ -116,6 +125,21 @@ def format_summary(summary: dict[str, Any]) -> str:
                 f"{tier:<6}{pre['count']:>7}{_fmt(pre['mean']):>14}{_fmt(pre['p99']):>13}"
                 f"{_fmt(dec['mean']):>13}{_fmt(dec['p99']):>12}"
             )
+    slo = summary.get("slo")  # runs stored before SLOs existed have none
+    if slo:
+        lines += ["", f"{'SLO tier':<10}{'TTFT<=':>9}{'TPOT<=':>9}{'met TTFT':>10}{'met TPOT':>10}{'both':>8}{'goodput':>10}"]
+        for tier, row in [*slo["by_tier"].items(), ("all", slo["overall"])]:
+            targets = (
+                f"{_fmt(row['ttft_target']):>9}{_fmt(row['tpot_target']):>9}" if "ttft_target" in row else " " * 18
+            )
+            lines.append(
+                f"{tier:<10}{targets}{row['ttft_attainment'] * 100:>9.1f}%{row['tpot_attainment'] * 100:>9.1f}%"
+                f"{row['attainment'] * 100:>7.1f}%{row['goodput']:>7.2f}r/s"
+            )
+        lines.append(
+            f"SLO: {slo['tiers_met']} of {len(slo['by_tier'])} tiers attain {slo['quantile']:.0%} of "
+            f"their requests; attainment per GPU-hour {slo['overall']['attainment_per_gpu_hour']:.3g}"
+        )
     thr, cost, simulation = summary["throughput"], summary["cost"], summary["simulation"]
     lines += [
         "",

@@ -1,5 +1,6 @@
-"""The run summary: mean/P50/P90/P99 per latency metric, overall and per tier, plus cost
-and the migration log's outcomes, churn and time spent migrating."""
+"""The run summary: mean/P50/P90/P99 per latency metric, overall and per tier, SLO
+attainment when the config sets SLOs, plus cost and the migration log's outcomes, churn and
+time spent migrating."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 from sim import native
 from sim.config import config_hash, to_dict
 from sim.engine.result import SimulationResult
+from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
 from sim.metrics.faults import fault_summary
 from sim.metrics.tables import migration_table
@@ -152,6 +154,8 @@ def summarize(
     for instance_id, (begin, end) in result.instance_lifetimes.items():
         pool_seconds[result.instance_pools[instance_id]] += end - begin
     tiers = sorted(int(t) for t in requests["tier"].unique()) if len(requests) else []
+    config = result.config
+    cost = cost_summary(config, pool_seconds, makespan, finished["e2e_latency"])
     return {
         "name": result.config.name,
         "config_hash": config_hash(result.config),
@@ -180,7 +184,10 @@ def summarize(
             "requests_per_s": len(finished) / makespan,
             "output_tokens_per_s": float(finished["output_tokens"].sum()) / makespan,
         },
-        "cost": cost_summary(result.config, pool_seconds, makespan, finished["e2e_latency"]),
+        "cost": cost,
+        "slo": attainment_summary(requests, config.slo, config.workload.priority.tiers, makespan, cost["gpu_hours"])
+        if config.slo is not None
+        else None,
         "scaling": scaling_summary(result),
         "faults": fault_summary(requests, result.config.faults, result.end_time, result.leaked_blocks)
         if result.config.faults

@@ -180,10 +180,15 @@ def instance_table(result: SimulationResult) -> pd.DataFrame:
 
 
 def cluster_table(result: SimulationResult) -> pd.DataFrame:
-    """Cluster samples: live instances, free and fragmented blocks over time."""
+    """Cluster samples: live instances, free and fragmented blocks over time, and with
+    adaptive headroom each tier's headroom as a fraction of an instance's capacity."""
     frame = _frame([cluster_row(sample) for sample in result.load_samples], ClusterSampleRow)
     total = frame["instances"] * result.capacity_blocks
     frame["fragmented_fraction"] = np.where(total > 0, frame["fragmented_blocks"] / total, 0.0)
+    samples = result.load_samples
+    if samples and samples[0].headroom:  # adaptive-headroom: each tier's H_p / M over time
+        for tier in range(len(samples[0].headroom)):
+            frame[f"headroom_tier{tier}"] = [sample.headroom[tier] for sample in samples]
     return frame
 
 

@@ -1,4 +1,5 @@
-"""Capacity search: the highest arrival rate at which a cluster still meets per-tier SLOs.
+"""Capacity search: the highest arrival rate at which a cluster still meets per-tier SLOs —
+latency bounds, or the attainment of the config's SLO targets (``tier0.attainment>=0.99``).
 
 "How many GPUs for this SLO" is the capacity planner's question; turned around, it is
 "how much load do these GPUs carry within the SLO". The search brackets the rate by
@@ -38,6 +39,9 @@ from sim.sweep.grid import normalize, run_key
 from sim.sweep.store import RunStore
 
 _SLO = re.compile(r"(?:tier(\d+)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
+# the share of requests meeting the config's SLO targets (summary "slo" section)
+ATTAINMENT_METRICS = ("attainment", "ttft_attainment", "tpot_attainment")
+_ATTAINMENT = re.compile(rf"(?:tier(\d+)\.)?({'|'.join(ATTAINMENT_METRICS)})\s*>=\s*(\S+)")
 MAX_STEPS = 40  # bisection steps (from a bracket a factor 2 wide: 2^-40)
 BRACKET_STEPS = 12  # doublings or halvings looking for a bracket (x4096 either way)
 RATES = ArrivalConfig.RANGES["rate"]  # the rates a config accepts: the search stays within
@@ -46,7 +50,8 @@ SEED_LIMIT = SimulationConfig.RANGES["seed"].high
 
 @dataclass(frozen=True)
 class Slo:
-    """A latency bound: ``[tierN.]metric.stat <= seconds`` (no tier: over all requests)."""
+    """A bound a run must hold: a latency ``[tierN.]metric.stat <= seconds``, or an
+    attainment ``[tierN.]attainment >= share`` (``stat`` empty; no tier: over all requests)."""
 
     tier: int | None
     metric: str
@@ -54,39 +59,70 @@ class Slo:
     limit: float
 
     @property
+    def is_attainment(self) -> bool:
+        return self.metric in ATTAINMENT_METRICS
+
+    @property
     def name(self) -> str:
-        return (f"tier{self.tier}." if self.tier is not None else "") + f"{self.metric}.{self.stat}"
+        scope = f"tier{self.tier}." if self.tier is not None else ""
+        return scope + (self.metric if self.is_attainment else f"{self.metric}.{self.stat}")
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}{'>=' if self.is_attainment else '<='}{self.limit:g}"
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` is within the bound (NaN never is)."""
+        return value >= self.limit if self.is_attainment else value <= self.limit
 
     def value(self, summary: dict[str, Any]) -> float:
-        """This SLO's latency in a run summary (NaN when the tier finished no request)."""
-        latency = (
-            summary["latency"]
-            if self.tier is None
-            else summary["latency_by_tier"].get(str(self.tier))
-        )
-        value = None if latency is None else latency[self.metric][self.stat]
+        """This SLO's latency or attainment in a run summary (NaN when the tier has none)."""
+        if self.is_attainment:
+            slo = summary.get("slo") or {}
+            section = slo.get("overall") if self.tier is None else slo.get("by_tier", {}).get(str(self.tier))
+            value = None if section is None else section[self.metric]
+        else:
+            latency = (
+                summary["latency"]
+                if self.tier is None
+                else summary["latency_by_tier"].get(str(self.tier))
+            )
+            value = None if latency is None else latency[self.metric][self.stat]
         return math.nan if value is None else float(value)
 
 
 def parse_slo(text: str) -> Slo:
-    """``tier0.prefill_latency.p99<=0.5`` -> Slo; a malformed one is a ConfigError naming it."""
+    """``tier0.prefill_latency.p99<=0.5`` or ``tier0.attainment>=0.99`` -> Slo; a malformed
+    one is a ConfigError naming it."""
+    attainment = _ATTAINMENT.fullmatch(text.strip())
+    if attainment is not None:
+        tier, metric, share = attainment.groups()
+        bound = _number(text, share, "a share")
+        if not 0 < bound <= 1:
+            raise ConfigError(f"--slo {text!r}: an attainment bound must be a share in (0, 1]")
+        return Slo(None if tier is None else int(tier), metric, "", bound)
     match = _SLO.fullmatch(text.strip())
     if match is None:
         raise ConfigError(
-            f"--slo {text!r}: expected [tierN.]METRIC.STAT<=SECONDS, e.g. tier0.prefill_latency.p99<=0.5"
+            f"--slo {text!r}: expected [tierN.]METRIC.STAT<=SECONDS, e.g. tier0.prefill_latency.p99<=0.5, "
+            "or [tierN.]attainment>=SHARE, e.g. tier0.attainment>=0.99"
         )
     tier, metric, stat, limit = match.groups()
     if metric not in LATENCY_METRICS:
         raise ConfigError(
             f"--slo {text!r}: unknown metric {metric!r} (known: {', '.join(LATENCY_METRICS)})"
         )
-    try:
-        bound = float(limit)
-    except ValueError:
-        raise ConfigError(f"--slo {text!r}: {limit!r} is not a number of seconds") from None
+    bound = _number(text, limit, "a number of seconds")
     if not (math.isfinite(bound) and bound > 0):
         raise ConfigError(f"--slo {text!r}: the bound must be a finite number of seconds > 0")
     return Slo(None if tier is None else int(tier), metric, stat, bound)
+
+
+def _number(text: str, value: str, what: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"--slo {text!r}: {value!r} is not {what}") from None
 
 
 @dataclass
@@ -161,7 +197,7 @@ class _Evaluator:
         values = {
             slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in self.slos
         }
-        meets = all(values[slo.name] <= slo.limit for slo in self.slos)  # NaN fails
+        meets = all(slo.holds(values[slo.name]) for slo in self.slos)  # NaN fails
         gpus = [s["cost"]["average_instances"] * s["cost"]["gpus_per_instance"] for s in summaries]
         cost = [s["cost"]["cost_per_request"] for s in summaries]
         point = Point(rate, values, meets, sum(gpus) / len(gpus), _mean(cost))
@@ -246,6 +282,11 @@ def check_search(
         raise ConfigError(f"--low: {low:g} req/s is not below --high ({high:g})")
     tiers = config.workload.priority.tiers
     for slo in slos:
+        if slo.is_attainment and config.slo is None:
+            raise ConfigError(
+                f"--slo {slo.name}: attainment is measured against the config's targets; set slo "
+                "(slo.tiers or slo.ladder)"
+            )
         if slo.tier is not None and slo.tier >= tiers:
             raise ConfigError(
                 f"--slo {slo.name}: no tier {slo.tier} (workload.priority.tiers={tiers}: tiers "

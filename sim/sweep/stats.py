@@ -27,13 +27,16 @@ RANDOM_STATE = 0
 _CHUNK = 500  # rows bootstrapped per vectorised call (memory: rows x resamples x seeds)
 
 # the index columns the aggregate summarises: latency mean/P50/P99 (overall and per tier),
-# cost, throughput, request and migration counts, fragmentation, scaling, fault losses
+# cost, throughput, SLO attainment and goodput (overall and per tier), request and migration
+# counts, fragmentation, scaling, fault losses
 AGGREGATED = tuple(
     re.compile(pattern)
     for pattern in (
         r"latency(_by_tier\.\d+)?\.[a-z0-9_]+\.(mean|p50|p99)",
         r"cost\.(instance_seconds|average_instances|gpu_hours|cost|cost_per_request|cost_per_latency)",
         r"throughput\.[a-z_]+",
+        r"slo\.(overall|by_tier\.\d+)\.(ttft_attainment|tpot_attainment|attainment|goodput|attainment_per_gpu_hour)",
+        r"slo\.tiers_met",
         r"requests\.(finished|aborted|unfinished|preempted|preemptions|migrated|migrations)",
         r"migration\.(committed|aborted|mean_stages|downtime\.(mean|p50|p99))",
         r"migration\.churn\.[a-z_0-9]+",

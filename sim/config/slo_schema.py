@@ -1,0 +1,69 @@
+"""Per-tier service-level objectives: the first-token and per-token targets each tier's
+requests are judged by (``sim.metrics.attainment``) and SLO-aware rules dispatch against.
+
+Two ways to write them: ``tiers``, one ``{ttft, tpot}`` per tier (K entries, tier 0 the most
+critical), or ``ladder``, tier 0's targets multiplied by ``growth`` per tier —
+``ttft_p = ttft · growth^p`` — the exponential shape of the K-tier project's headroom
+ladder, so K tiers take three numbers. ``quantile`` is the share of a tier's requests that
+must meet its targets for the tier to count as attained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Optional
+
+from sim.config.ranges import FRACTION, Range, check_ranges, require
+
+SLO_SECONDS = Range(0.0, 86_400.0, "s", open_low=True)  # a target of 0 s no request can meet
+
+
+@dataclass
+class SloTargetConfig:
+    """One tier's targets: time to first token and mean time per output token after it."""
+
+    ttft: float
+    tpot: float
+
+    RANGES: ClassVar[dict[str, Range]] = {"ttft": SLO_SECONDS, "tpot": SLO_SECONDS}
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass
+class SloLadderConfig(SloTargetConfig):
+    """Tier 0's targets and how much looser each next tier's are (``growth`` >= 1: a less
+    critical tier never has a tighter target than a more critical one)."""
+
+    growth: float = 2.0
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        **SloTargetConfig.RANGES,
+        "growth": Range(1.0, 1000.0),
+    }
+
+
+@dataclass
+class SloConfig:
+    """The per-tier SLOs of a run: explicit ``tiers`` or a ``ladder`` (exactly one)."""
+
+    tiers: list[SloTargetConfig] = field(default_factory=list)
+    ladder: Optional[SloLadderConfig] = None
+    quantile: float = 0.99  # a tier is attained when this share of its requests meets both
+
+    RANGES: ClassVar[dict[str, Range]] = {"quantile": FRACTION}
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        require(bool(self.tiers) != (self.ladder is not None), "tiers: give either tiers or ladder (one of them)")
+
+    def targets(self, tiers: int) -> list[SloTargetConfig]:
+        """One target per tier 0..``tiers``−1 (the ladder expanded)."""
+        if self.ladder is None:
+            return list(self.tiers)
+        ladder = self.ladder
+        return [
+            SloTargetConfig(ttft=ladder.ttft * ladder.growth**p, tpot=ladder.tpot * ladder.growth**p)
+            for p in range(tiers)
+        ]
