@@ -13,7 +13,6 @@ aggregate, counted in the summary line, and not rerun until ``retry_failed``.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import FAILED, build_index, ok_rows, write_table
+from sim.sweep.progress import Progress
 from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
@@ -136,7 +136,9 @@ def run_sweep(
     line printed says so.
 
     Ctrl-C stops the workers, keeps every run already stored, writes the indexes of those
-    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. A write that
+    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. ``progress``
+    shows the runs as they finish on stderr (a bar on a terminal, else a line every 30 s or
+    5%: ``sim.sweep.progress``). A write that
     fails (a full disk) raises OutputError the same way: every run stored before is whole.
     """
     started = time.perf_counter()
@@ -152,26 +154,25 @@ def run_sweep(
     outcome.reused = len(reused)
     outcome.reused_from_other_code = sum(store.made_by_other_code(key) for key in reused)
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
-    bar = _progress_bar(grid.name, len(keys), len(keys) - len(tasks), progress)
+    shown = Progress(grid.name, len(keys), len(keys) - len(tasks), progress)
     stopped: BaseException | None = None
     running = time.perf_counter()
     try:
         for key, result in execute(tasks, backend, jobs, address):
-            if isinstance(result, RunError):
+            failed = isinstance(result, RunError)
+            if failed:
                 store.write_failure(key, by_key[key].config, result)
             else:
                 store.write(key, by_key[key].config, result)
                 outcome.computed += 1
-            if bar is not None:
-                bar.update()
+            shown.update(failed)
     except BaseException as exc:
         stopped = exc
         outcome.interrupted = isinstance(exc, KeyboardInterrupt)
         raise
     finally:
         outcome.run_seconds = time.perf_counter() - running
-        if bar is not None:
-            bar.close()
+        shown.close()
         try:
             outcome.files = write_indexes(grid, store, out_dir, stopped is not None)
         except OutputError:
@@ -193,10 +194,3 @@ def failures(grid: Grid, store: RunStore) -> list[dict]:
             )
     return found
 
-
-def _progress_bar(name: str, total: int, done: int, show: bool):
-    if not show:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=done, unit="run", desc=name, file=sys.stderr, smoothing=0.1)
