@@ -1,8 +1,12 @@
 """Discrete-event kernel (simpy): advances time and carries out decisions; no policy."""
 
-from sim.engine.result import SimulationResult
-from sim.engine.simulate import simulate
-from sim.engine.simulation import Simulation
-from sim.engine.watchdog import SimulationStalled
+from sim.lazy import lazy_exports
 
-__all__ = ["Simulation", "SimulationResult", "SimulationStalled", "simulate"]
+_EXPORTS = {
+    "Simulation": "sim.engine.simulation",
+    "SimulationResult": "sim.engine.result",
+    "SimulationStalled": "sim.engine.watchdog",
+    "simulate": "sim.engine.simulate",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

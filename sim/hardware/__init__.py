@@ -4,13 +4,14 @@ Knows nothing about scheduling: it answers how long one iteration of a given bat
 one instance and how many KV blocks the instance holds.
 """
 
-from sim.hardware.catalog import UnknownHardwareError, known_devices, known_models
-from sim.hardware.replica_model import ReplicaModel, load_replica_model
+from sim.lazy import lazy_exports
 
-__all__ = [
-    "ReplicaModel",
-    "UnknownHardwareError",
-    "known_devices",
-    "known_models",
-    "load_replica_model",
-]
+_EXPORTS = {
+    "ReplicaModel": "sim.hardware.replica_model",
+    "UnknownHardwareError": "sim.hardware.catalog",
+    "known_devices": "sim.hardware.catalog",
+    "known_models": "sim.hardware.catalog",
+    "load_replica_model": "sim.hardware.replica_model",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

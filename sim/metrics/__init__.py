@@ -1,18 +1,17 @@
 """Records, summaries, exports and plots of a finished run; never changes simulation state."""
 
-from sim.metrics.report import format_summary, write_run
-from sim.metrics.summary import describe, summarize
-from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
-from sim.metrics.trace import write_timeline
+from sim.lazy import lazy_exports
 
-__all__ = [
-    "cluster_table",
-    "describe",
-    "format_summary",
-    "instance_table",
-    "migration_table",
-    "request_table",
-    "summarize",
-    "write_run",
-    "write_timeline",
-]
+_EXPORTS = {
+    "cluster_table": "sim.metrics.tables",
+    "describe": "sim.metrics.summary",
+    "format_summary": "sim.metrics.report",
+    "instance_table": "sim.metrics.tables",
+    "migration_table": "sim.metrics.tables",
+    "request_table": "sim.metrics.tables",
+    "summarize": "sim.metrics.summary",
+    "write_run": "sim.metrics.report",
+    "write_timeline": "sim.metrics.trace",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

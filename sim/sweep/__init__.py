@@ -4,20 +4,20 @@ statistics over seeds, cost and capacity search, and the plots the notebooks dra
 Every simulation goes through one adapter, ``sim.sweep.cell.run_cell``.
 """
 
-from sim.sweep.grid import Cell, Grid, Run, expand, load_grid, run_key
-from sim.sweep.runner import SweepOutcome, run_sweep
-from sim.sweep.stats import aggregate, bootstrap_ci, paired
+from sim.lazy import lazy_exports
 
-__all__ = [
-    "Cell",
-    "Grid",
-    "Run",
-    "SweepOutcome",
-    "aggregate",
-    "bootstrap_ci",
-    "expand",
-    "load_grid",
-    "paired",
-    "run_key",
-    "run_sweep",
-]
+_EXPORTS = {
+    "Cell": "sim.sweep.grid",
+    "Grid": "sim.sweep.grid",
+    "Run": "sim.sweep.grid",
+    "SweepOutcome": "sim.sweep.runner",
+    "aggregate": "sim.sweep.stats",
+    "bootstrap_ci": "sim.sweep.stats",
+    "expand": "sim.sweep.grid",
+    "load_grid": "sim.sweep.grid",
+    "paired": "sim.sweep.stats",
+    "run_key": "sim.sweep.grid",
+    "run_sweep": "sim.sweep.runner",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
