@@ -50,6 +50,7 @@ class DispatchRule(ABC):
     """Chooses a dispatch target; the hooks let a rule keep per-instance state current."""
 
     reads_reports: ClassVar[bool] = True  # False: the choice never looks at a load report
+    reads_tiers: ClassVar[bool] = True  # False: never reads a request's tier or K (sweeps share its runs: sim.sweep.sharing)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config
@@ -86,6 +87,7 @@ class RoundRobin(DispatchRule):
     MII style): with every request a new session it is plain round-robin."""
 
     reads_reports: ClassVar[bool] = False
+    reads_tiers: ClassVar[bool] = False
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -107,6 +109,7 @@ class _Ranked(DispatchRule):
     recomputed when a dispatch needs them (per-step reports far outnumber dispatches)."""
 
     prefer_highest_id: ClassVar[bool] = False
+    reads_tiers: ClassVar[bool] = False  # only through its priority mode (tiered_key, reservations)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)

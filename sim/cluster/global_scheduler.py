@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Sized
 
 from sim.cluster.dispatch import DISPATCH_RULES, DispatchInfo, DispatchRule
-from sim.cluster.ordering import ARRIVAL_ORDERINGS
+from sim.cluster.ordering import ARRIVAL_ORDERINGS, TIER_BLIND_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
 from sim.cluster.priority import PRIORITY_MODES, PriorityMode
 from sim.cluster.step_reports import StepReports
@@ -77,6 +77,21 @@ def resolve(config: SchedulerConfig) -> Preset:
         "load_control": config.load_control,
     }
     return preset._replace(**{key: value for key, value in chosen.items() if value is not None})
+
+
+def reads_tiers(config: SchedulerConfig) -> bool:
+    """Whether any part of this scheduler reads a request's tier or K, as each part declares
+    (``reads_tiers``; orderings: ``TIER_BLIND_ORDERINGS``); False: tiers only label requests."""
+    settings = resolve(config)
+    priority = PRIORITY_MODES.get(settings.priority)
+    local_order = config.priority.local or priority.local_order
+    return (
+        priority.reads_tiers
+        or local_order == "tier"
+        or DISPATCH_RULES.get(settings.dispatch).reads_tiers
+        or (settings.pairing != NO_PAIRING and PAIRING_RULES.get(settings.pairing).reads_tiers)
+        or settings.ordering not in TIER_BLIND_ORDERINGS
+    )
 
 
 class GlobalScheduler:

@@ -36,6 +36,7 @@ class PairingRule(ABC):
     """Keeps the current pairs (source -> destination); an instance is in at most one."""
 
     continues_after_commit: ClassVar[bool] = False  # a source starts its next migration when one commits
+    reads_tiers: ClassVar[bool] = True  # its candidates are chosen by tier (sim.instance.candidates)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode, load_control: bool) -> None:
         self.config = config

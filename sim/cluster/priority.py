@@ -43,6 +43,7 @@ class PriorityMode:
 
     local_order: ClassVar[str] = "fcfs"  # the llumlet's own queue and preemption order by default
     tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
+    reads_tiers: ClassVar[bool] = False  # any decision reads a request's tier or K (sim.sweep.sharing)
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -70,6 +71,7 @@ PRIORITY_MODES.register("none")(PriorityMode)
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class _Prioritised(PriorityMode):
+    reads_tiers: ClassVar[bool] = True
     @property
     def normal_tier(self) -> int:
         return self.tiers - 1

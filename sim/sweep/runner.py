@@ -25,6 +25,7 @@ from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import FAILED, build_index, ok_rows, write_table
 from sim.sweep.progress import Progress
+from sim.sweep.sharing import simulation_key
 from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
@@ -37,6 +38,7 @@ class SweepOutcome:
     out_dir: Path
     runs: int
     unique: int  # distinct configs (runs sharing a key run once)
+    simulations: int = 0  # simulations run for the ``computed`` runs (sim.sweep.sharing)
     reused: int = 0  # results taken from the store
     reused_from_other_code: int = 0  # of ``reused``: stored by a different simulator version
     computed: int = 0
@@ -61,7 +63,8 @@ class SweepOutcome:
         )
         return (
             f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused{other}, "
-            f"{self.computed} computed{failed} in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running); wrote "
+            f"{self.computed} computed{failed} in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running, "
+            f"{self.simulations} simulations); wrote "
             f"{', '.join(self.files)} to {self.out_dir}/"
         )
 
@@ -82,18 +85,25 @@ def check_grid(grid: Grid) -> None:
 def pending(
     grid: Grid, store: RunStore, recompute_stale: bool = False, retry_failed: bool = False
 ) -> list[Task]:
-    """One task per distinct run key the store has no result for (with every kept table),
-    or has from other code when ``recompute_stale``; runs stored as failed only when
-    ``retry_failed``."""
-    tasks: dict[str, Task] = {}
+    """One task per simulation that the runs the store has no result for (with every kept
+    table) need, or has from other code when ``recompute_stale``; runs stored as failed
+    only when ``retry_failed``. Runs differing only in request labels share one task
+    (``sim.sweep.sharing``)."""
+    wanted: dict[str, Run] = {}
     for run in grid.runs:
-        if run.key in tasks or store.is_done(run.key, grid.tables, recompute_stale):
+        if run.key in wanted or store.is_done(run.key, grid.tables, recompute_stale):
             continue
         if store.is_failed(run.key) and not retry_failed:
             if not (recompute_stale and store.made_by_other_code(run.key)):
                 continue
-        tasks[run.key] = Task(run.key, run.config, grid.tables)
-    return list(tasks.values())
+        wanted[run.key] = run
+    groups: dict[str, list[Run]] = {}
+    for run in wanted.values():
+        groups.setdefault(simulation_key(run.config), []).append(run)
+    return [
+        Task(first.key, first.config, grid.tables, tuple((run.key, run.config) for run in rest))
+        for first, *rest in groups.values()
+    ]
 
 
 def write_indexes(grid: Grid, store: RunStore, out_dir: Path, interrupted: bool) -> list[str]:
@@ -150,11 +160,12 @@ def run_sweep(
     tasks = pending(grid, store, recompute_stale, retry_failed)
     keys = {run.key for run in grid.runs}
     outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), len(keys))
-    reused = {key for key in keys - {task.key for task in tasks} if store.is_done(key)}
+    outcome.simulations = len(tasks)
+    reused = {key for key in keys - {key for task in tasks for key in task.keys} if store.is_done(key)}
     outcome.reused = len(reused)
     outcome.reused_from_other_code = sum(store.made_by_other_code(key) for key in reused)
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
-    shown = Progress(grid.name, len(keys), len(keys) - len(tasks), progress)
+    shown = Progress(grid.name, len(keys), len(keys) - sum(len(task.keys) for task in tasks), progress)
     stopped: BaseException | None = None
     running = time.perf_counter()
     try:
