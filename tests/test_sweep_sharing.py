@@ -95,3 +95,33 @@ def test_labels_are_left_out_of_the_simulation_key_only_where_nothing_reads_them
     other = load_config(base={"scheduler": scheduler, "workload": {**workload, "priority": other_priority}})
     assert label_only(config) == shares
     assert (simulation_key(config) == simulation_key(other)) == shares
+
+
+def test_every_rule_and_mode_says_whether_it_reads_tiers_in_its_own_body():
+    """What is shared rests on these declarations: each shipped dispatch rule, pairing rule
+    and priority mode makes one in its own class body, and the orderings declared tier-blind
+    exist."""
+    from sim.cluster.dispatch import DISPATCH_RULES
+    from sim.cluster.ordering import ARRIVAL_ORDERINGS, TIER_BLIND_ORDERINGS
+    from sim.cluster.pairing import PAIRING_RULES
+    from sim.cluster.priority import PRIORITY_MODES
+
+    undeclared = [
+        f"{registry.kind} {name}"
+        for registry in (DISPATCH_RULES, PAIRING_RULES, PRIORITY_MODES)
+        for name in registry.names()
+        if registry.get(name).__module__.startswith("sim.") and "reads_tiers" not in vars(registry.get(name))
+    ]
+    assert undeclared == []
+    assert TIER_BLIND_ORDERINGS <= set(ARRIVAL_ORDERINGS.names())
+
+
+def test_a_new_rule_that_says_nothing_is_taken_to_read_tiers():
+    """It inherits from a tier-blind rule, but may read request.tier itself: never shared."""
+    from sim.cluster.dispatch import DISPATCH_RULES, ArtifactLoad
+
+    if "test-undeclared-load" not in DISPATCH_RULES.names():
+        DISPATCH_RULES.register("test-undeclared-load")(type("UndeclaredLoad", (ArtifactLoad,), {}))
+    assert label_only(load_config(base={"scheduler": {"name": "infaas++"}, "workload": {"priority": K4}}))
+    undeclared = {"name": "infaas++", "dispatch": "test-undeclared-load"}
+    assert not label_only(load_config(base={"scheduler": undeclared, "workload": {"priority": K4}}))

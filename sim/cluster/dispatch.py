@@ -50,7 +50,6 @@ class DispatchRule(ABC):
     """Chooses a dispatch target; the hooks let a rule keep per-instance state current."""
 
     reads_reports: ClassVar[bool] = True  # False: the choice never looks at a load report
-    reads_tiers: ClassVar[bool] = True  # False: never reads a request's tier or K (sweeps share its runs: sim.sweep.sharing)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config
@@ -109,7 +108,6 @@ class _Ranked(DispatchRule):
     recomputed when a dispatch needs them (per-step reports far outnumber dispatches)."""
 
     prefer_highest_id: ClassVar[bool] = False
-    reads_tiers: ClassVar[bool] = False  # only through its priority mode (tiered_key, reservations)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -197,6 +195,8 @@ class ArtifactLoad(_RoundRobinUntilReported):
     A request of a prioritised tier takes, in the order of the normal load, the instance
     with the lowest load for its tier (the ``priority`` strategy for K = 2)."""
 
+    reads_tiers: ClassVar[bool] = False  # only through its priority mode
+
     def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
         report = view.reports.get(instance_id)
         if report is None:
@@ -220,6 +220,8 @@ class ArtifactBlock(_RoundRobinUntilReported):
     """The artifact's ``block`` dispatch: the lowest memory load, (used + queued blocks) /
     capacity; it knows no priorities."""
 
+    reads_tiers: ClassVar[bool] = False
+
     @property
     def tier_dependent(self) -> bool:
         return False
@@ -239,6 +241,8 @@ DISPATCH_RULES.register("block")(ArtifactBlock)
 class HighestFreeness(_Ranked):
     """The paper's prose (§4.4.1): the highest F_full — virtual usage with the head-of-line
     demand and the priority reservation — less the demand dispatched since the report."""
+
+    reads_tiers: ClassVar[bool] = False  # only through its priority mode
 
     def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
         report = view.reports.get(instance_id)

@@ -81,15 +81,18 @@ def resolve(config: SchedulerConfig) -> Preset:
 
 def reads_tiers(config: SchedulerConfig) -> bool:
     """Whether any part of this scheduler reads a request's tier or K, as each part declares
-    (``reads_tiers``; orderings: ``TIER_BLIND_ORDERINGS``); False: tiers only label requests."""
+    in its own class body (``reads_tiers``: one inherited does not count, so a new rule reads
+    tiers until it says otherwise; orderings: ``TIER_BLIND_ORDERINGS``). False: tiers only
+    label the requests (``sim.sweep.sharing``)."""
     settings = resolve(config)
     priority = PRIORITY_MODES.get(settings.priority)
     local_order = config.priority.local or priority.local_order
+    parts = [priority, DISPATCH_RULES.get(settings.dispatch)]
+    if settings.pairing != NO_PAIRING:
+        parts.append(PAIRING_RULES.get(settings.pairing))
     return (
-        priority.reads_tiers
+        any(vars(part).get("reads_tiers", True) for part in parts)
         or local_order == "tier"
-        or DISPATCH_RULES.get(settings.dispatch).reads_tiers
-        or (settings.pairing != NO_PAIRING and PAIRING_RULES.get(settings.pairing).reads_tiers)
         or settings.ordering not in TIER_BLIND_ORDERINGS
     )
 

@@ -36,7 +36,6 @@ class PairingRule(ABC):
     """Keeps the current pairs (source -> destination); an instance is in at most one."""
 
     continues_after_commit: ClassVar[bool] = False  # a source starts its next migration when one commits
-    reads_tiers: ClassVar[bool] = True  # its candidates are chosen by tier (sim.instance.candidates)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode, load_control: bool) -> None:
         self.config = config
@@ -64,6 +63,8 @@ PAIRING_RULES: Registry[type[PairingRule]] = Registry("pairing", "scheduler.pair
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class ArtifactPairing(PairingRule):
+    reads_tiers: ClassVar[bool] = True
+
     def migration_load(self, report: LoadReport) -> float:
         reservation = self.priority.migration_reservation(report)
         return artifact_migration_load(report, self.load_control, reservation)
@@ -92,6 +93,7 @@ PAIRING_RULES.register("artifact")(ArtifactPairing)
 @mypyc_attr(allow_interpreted_subclasses=True)
 class FreenessThresholds(PairingRule):
     continues_after_commit: ClassVar[bool] = True
+    reads_tiers: ClassVar[bool] = True
 
     def freeness(self, report: LoadReport) -> float:
         return freeness_full(report, self.priority.migration_reservation(report))

@@ -43,7 +43,7 @@ class PriorityMode:
 
     local_order: ClassVar[str] = "fcfs"  # the llumlet's own queue and preemption order by default
     tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
-    reads_tiers: ClassVar[bool] = False  # any decision reads a request's tier or K (sim.sweep.sharing)
+    reads_tiers: ClassVar[bool] = False  # a decision reads a tier or K (sim.sweep.sharing)
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -71,7 +71,6 @@ PRIORITY_MODES.register("none")(PriorityMode)
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class _Prioritised(PriorityMode):
-    reads_tiers: ClassVar[bool] = True
     @property
     def normal_tier(self) -> int:
         return self.tiers - 1
@@ -80,6 +79,7 @@ class _Prioritised(PriorityMode):
 @mypyc_attr(allow_interpreted_subclasses=True)
 class HeadroomMode(_Prioritised):
     local_order: ClassVar[str] = "tier"
+    reads_tiers: ClassVar[bool] = True
 
     def dispatch_reservation(self, report: LoadReport, tier: int) -> float:
         return report.headroom_blocks
@@ -97,6 +97,7 @@ PRIORITY_MODES.register("headroom")(HeadroomMode)
 @mypyc_attr(allow_interpreted_subclasses=True)
 class LoadTargetMode(_Prioritised):
     tier_dependent: ClassVar[bool] = True
+    reads_tiers: ClassVar[bool] = True
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         super().__init__(config, tiers)
