@@ -9,12 +9,13 @@ from typing import Any, Callable, Mapping
 
 
 def lazy_exports(
-    namespace: dict[str, Any], exports: Mapping[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for the package whose ``globals()`` is ``namespace``:
-    each name in ``exports`` (name -> the module defining it) is imported when first asked
-    for, then cached on the package."""
+    namespace: dict[str, Any], modules: Mapping[str, str]
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """``__all__``, ``__getattr__`` and ``__dir__`` for the package whose ``globals()`` is
+    ``namespace``: ``modules`` maps each submodule (relative name) to the names it exports,
+    space-separated; a name is imported when first asked for, then cached on the package."""
     package = namespace["__name__"]
+    exports = {name: f"{package}.{module}" for module, names in modules.items() for name in names.split()}
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
@@ -27,4 +28,4 @@ def lazy_exports(
     def __dir__() -> list[str]:
         return sorted({*namespace, *exports})
 
-    return __getattr__, __dir__
+    return sorted(exports), __getattr__, __dir__

@@ -2,11 +2,9 @@
 
 from sim.lazy import lazy_exports
 
-_EXPORTS = {
-    "Simulation": "sim.engine.simulation",
-    "SimulationResult": "sim.engine.result",
-    "SimulationStalled": "sim.engine.watchdog",
-    "simulate": "sim.engine.simulate",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "simulation": "Simulation",
+    "result": "SimulationResult",
+    "watchdog": "SimulationStalled",
+    "simulate": "simulate",
+})

@@ -6,12 +6,7 @@ one instance and how many KV blocks the instance holds.
 
 from sim.lazy import lazy_exports
 
-_EXPORTS = {
-    "ReplicaModel": "sim.hardware.replica_model",
-    "UnknownHardwareError": "sim.hardware.catalog",
-    "known_devices": "sim.hardware.catalog",
-    "known_models": "sim.hardware.catalog",
-    "load_replica_model": "sim.hardware.replica_model",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "catalog": "UnknownHardwareError known_devices known_models",
+    "replica_model": "ReplicaModel load_replica_model",
+})

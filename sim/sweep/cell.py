@@ -79,8 +79,11 @@ def _summary(result: Any, tables: Sequence[str]) -> dict[str, Any]:
 def warm(config: SimulationConfig) -> None:
     """Import what ``run_cell`` needs and load this config's replica model, so processes
     forked afterwards start ready (a pool's workers then never import or load again)."""
-    import sim.engine  # noqa: F401
-    import sim.metrics  # noqa: F401
+    import sim.engine.setup  # noqa: F401  (the packages export on first use: import the modules)
+    import sim.engine.simulation  # noqa: F401
+    import sim.metrics.summary  # noqa: F401
+    import sim.metrics.tables  # noqa: F401
+    import sim.sweep.sharing  # noqa: F401
 
     replica_model(config)
 

@@ -50,7 +50,7 @@ class Progress:
         self.name, self.total, self.reused = name, total, reused
         self.done, self.failed = reused, 0
         self.stream = stream if stream is not None else sys.stderr
-        self.clock, self.interval = clock, interval
+        self.clock, self.interval, self.step = clock, interval, step
         self.step_runs = max(1, math.ceil(step * total))
         self.started = self.last_time = clock()
         self.last_done = self.done
@@ -70,6 +70,7 @@ class Progress:
         which ``reused`` come from the store, and about ``more`` after those (the total and
         the ETA count them)."""
         self.total = self.done + runs + more
+        self.step_runs = max(1, math.ceil(self.step * self.total))
         self.reused += reused
         self.done += reused
         if self.bar is not None:

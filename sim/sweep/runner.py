@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sim import native
 from sim.config import ConfigError
 from sim.files import OutputError, atomic_write, remove_leftovers
 from sim.sweep.backends import RunError, Task, execute
@@ -39,6 +40,7 @@ class SweepOutcome:
     runs: int
     unique: int  # distinct configs (runs sharing a key run once)
     simulations: int = 0  # simulations run for the ``computed`` runs (sim.sweep.sharing)
+    engine: str = field(default_factory=native.status)  # compiled when built and current
     reused: int = 0  # results taken from the store
     reused_from_other_code: int = 0  # of ``reused``: stored by a different simulator version
     computed: int = 0
@@ -64,7 +66,7 @@ class SweepOutcome:
         return (
             f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused{other}, "
             f"{self.computed} computed{failed} in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running, "
-            f"{self.simulations} simulations); wrote "
+            f"{self.simulations} simulations; engine {self.engine}); wrote "
             f"{', '.join(self.files)} to {self.out_dir}/"
         )
 
