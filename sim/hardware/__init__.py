@@ -4,9 +4,13 @@ Knows nothing about scheduling: it answers how long one iteration of a given bat
 one instance and how many KV blocks the instance holds.
 """
 
-from sim.lazy import lazy_exports
+from sim.hardware.catalog import UnknownHardwareError, known_devices, known_models
+from sim.hardware.replica_model import ReplicaModel, load_replica_model
 
-__all__, __getattr__, __dir__ = lazy_exports(globals(), {
-    "catalog": "UnknownHardwareError known_devices known_models",
-    "replica_model": "ReplicaModel load_replica_model",
-})
+__all__ = [
+    "ReplicaModel",
+    "UnknownHardwareError",
+    "known_devices",
+    "known_models",
+    "load_replica_model",
+]
