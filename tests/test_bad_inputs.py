@@ -262,9 +262,7 @@ def test_a_corrupt_trace_exits_2_naming_file_row_and_column(content, expected, t
 
 @pytest.mark.parametrize("case", OUT_IDS)
 def test_a_bad_output_folder_exits_2_before_the_run(case, tmp_path, capsys, monkeypatch):
-    import sim.cli.run as cli_run
-
-    monkeypatch.setattr(cli_run, "simulate", lambda *a, **k: pytest.fail("the run started"))
+    monkeypatch.setattr("sim.engine.simulate", lambda *a, **k: pytest.fail("the run started"))
     config = tmp_path / "c.yaml"
     config.write_text(BASE)
     out, expected = bad_out(case, tmp_path, monkeypatch)

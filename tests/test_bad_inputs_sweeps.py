@@ -117,7 +117,7 @@ def entry_point(command: str, tmp_path, out: str) -> list[str]:
     grid.write_text(GRID)
     return {
         "sweep": ["sweep", str(grid), "--jobs", "1", "--quiet"],
-        "capacity": ["capacity", str(config), "--slo", "e2e_latency.mean<=10", "--jobs", "1"],
+        "capacity": ["capacity", str(config), "--slo", "e2e_latency.mean<=10", "--jobs", "1", "--quiet"],
         "paper": ["paper", "--smoke", "--only", "serving-L-L", "--jobs", "1", "--quiet"],
     }[command] + ["--out", out]
 
@@ -236,7 +236,7 @@ def test_a_sweep_whose_disk_fills_exits_2_keeps_whole_runs_and_resumes_to_the_sa
     assert main(["sweep", str(grid), "--jobs", "1", "--out", str(reference)]) == 0
     capsys.readouterr()
     disk = FailingDisk(monkeypatch, out, error, when=lambda: len(stored_runs(out)) >= 3)
-    err = exits_2_with_one_line(["sweep", str(grid), "--jobs", "1", "--out", str(out)], capsys)
+    err = exits_2_with_one_line(["sweep", str(grid), "--jobs", "1", "--quiet", "--out", str(out)], capsys)
     assert f"{os.strerror(error)}; finished runs are kept, run the same command to resume" in err
     assert disk.failed and len(stored_runs(out)) == 3
     assert_store_whole(out)
@@ -328,10 +328,11 @@ def test_a_failed_cell_is_recorded_left_out_of_the_aggregate_and_retried_on_requ
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert "6 runs (6 distinct): 0 reused, 2 computed, 4 FAILED (sweep.json lists them" in captured.out
-    err = captured.err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(
+    *progress, last = captured.err.strip().splitlines()  # the log's progress lines, then one line
+    assert last.startswith(
         "llumsim: 4 runs failed: cell [workload.arrival.rate=2] seed 0: stalled: simulation stalled"
     )
+    assert progress[-1].startswith("g: 6/6 runs (100%): 0 reused, 2 computed, 4 failed")
     meta = json.loads((out / "sweep.json").read_text())
     assert (meta["runs_done"], meta["runs_failed"], meta["complete"]) == (2, 4, False)
     assert {(f["cell"], f["kind"]) for f in meta["failed"]} == {

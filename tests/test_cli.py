@@ -49,3 +49,32 @@ def test_python_dash_m_sim_prints_no_traceback_on_bad_input():
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().startswith("llumsim: error:")
+
+
+HEAVY = ("matplotlib", "numpy", "pandas", "ray", "scipy", "sklearn", "vidur")
+IMPORTED = """
+import sys
+from sim.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["sweep", "--help"], ["capacity", "--help"], ["paper", "--help"], ["run", "--help"], ["run", "bad"]],
+    ids=lambda argv: " ".join(argv),
+)
+def test_help_and_a_config_error_import_none_of_the_heavy_libraries(argv, tmp_path):
+    """What makes ``--help`` and a config error return at once: scipy, matplotlib, pandas,
+    Vidur, Ray and scikit-learn are imported only by the code that uses them."""
+    if argv == ["run", "bad"]:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("workload: {bogus: 1}\n")
+        argv = ["run", str(bad)]
+    done = subprocess.run([sys.executable, "-c", IMPORTED, *argv], capture_output=True, text=True, check=True)
+    imported = set(done.stdout.split())
+    assert "sim" in imported and not imported & set(HEAVY), imported & set(HEAVY)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import sim.cli.run as cli_run
 from sim.cli.main import main
 from sim.engine import Simulation
 
@@ -64,12 +63,12 @@ def test_a_folder_with_other_files_is_refused_before_the_run(config, tmp_path, c
 
 KILLED_WHILE_WRITING = """\
 import os, signal, sys
-import sim.metrics.report as report
+import sim.metrics.plots as plots
 
 def die(*args, **kwargs):  # the CSVs, config.yaml and summary are staged by now
     os.kill(os.getpid(), signal.SIGKILL)
 
-report.plot_latency_cdfs = die
+plots.plot_latency_cdfs = die
 from sim.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -117,7 +116,7 @@ def interrupting_at(seconds: float, signum: int):
 def test_sigterm_writes_what_ctrl_c_writes(config, tmp_path, monkeypatch):
     written = {}
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
-        monkeypatch.setattr(cli_run, "simulate", interrupting_at(20.0, signum))
+        monkeypatch.setattr("sim.engine.simulate", interrupting_at(20.0, signum))  # run imports it from there
         out = tmp_path / signum.name
         assert run(config, out, "--no-plots") == code
         written[signum] = contents(out)

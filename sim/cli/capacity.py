@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from sim.cli import add_set_argument
-from sim.cli.sweep import add_execution_arguments
+from sim.cli.sweep import add_execution_arguments, add_quiet_argument
 
 EXIT_NO_RATE_MEETS = 1
 EXIT_EVERY_RATE_MEETS = 4
@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, help="results folder (default: results/capacity/<name>)"
     )
     add_execution_arguments(parser)
+    add_quiet_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         args.backend,
         args.address,
         args.recompute_stale,
+        not args.quiet,
     )
     header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
         f" {slo.text:>32}" for slo in slos

@@ -10,7 +10,13 @@ import argparse
 import os
 from pathlib import Path
 
-from sim.cli.sweep import add_execution_arguments, add_retry_argument, report_failures, sweep_or_stop
+from sim.cli.sweep import (
+    add_execution_arguments,
+    add_quiet_argument,
+    add_retry_argument,
+    report_failures,
+    sweep_or_stop,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 GRIDS = REPO / "experiments" / "grids"
@@ -24,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_execution_arguments(parser)
     parser.add_argument("--out", type=Path, help="results folder (default: results/paper or results/paper_smoke)")
     parser.add_argument("--readme", type=Path, help=f"also rewrite the claims table between {README_BEGIN} and {README_END} in this file")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_argument(parser)
     add_retry_argument(parser)
 
 

@@ -10,11 +10,6 @@ from pathlib import Path
 from typing import Iterator
 
 from sim.cli import add_set_argument
-from sim.config import load_config
-from sim.engine import simulate
-from sim.files import writing
-from sim.metrics import format_summary, write_run
-from sim.metrics.run_folder import RunFolder
 
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM)
@@ -57,12 +52,19 @@ def sigterm_as_interrupt() -> Iterator[_Signal]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim.config import load_config
+    from sim.files import writing
+    from sim.metrics.run_folder import RunFolder
+
     config = load_config(args.config, args.overrides)
     show_progress = not args.quiet and (
         config.output.progress if config.output.progress is not None else sys.stderr.isatty()
     )
     out_dir = args.out or Path(config.output.dir) / config.name
     folder = RunFolder.prepare(out_dir)  # a bad folder fails now, not after the run
+    from sim.engine import simulate  # the engine and the metrics, once the config is good
+    from sim.metrics import format_summary, write_run
+
     with sigterm_as_interrupt() as term:
         try:
             result = simulate(config, show_progress)

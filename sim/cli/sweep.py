@@ -21,7 +21,7 @@ EXIT_SOME_FAILED = 1
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("grid", help="YAML grid (see experiments/grids/)")
     add_execution_arguments(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet_argument(parser)
     add_set_argument(
         parser,
         "override a value of the grid's base config, e.g. --set cluster.instances=8 "
@@ -30,6 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/<grid name>)")
     parser.add_argument("--dry-run", action="store_true", help="list the cells and exit")
     add_retry_argument(parser)
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
+    """--quiet: shared with ``llumsim paper`` and ``llumsim capacity``."""
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (default: a bar on a terminal, else a line every 30 s or 5%%)",
+    )
 
 
 def add_retry_argument(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +72,8 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def show_progress(args: argparse.Namespace) -> bool:
-    return not args.quiet and sys.stderr.isatty()
+    """Progress on stderr unless --quiet: a bar on a terminal, lines every 30 s or 5% in a log."""
+    return not args.quiet
 
 
 def run(args: argparse.Namespace) -> int:

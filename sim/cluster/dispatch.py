@@ -88,6 +88,7 @@ class RoundRobin(DispatchRule):
     MII style): with every request a new session it is plain round-robin."""
 
     reads_reports: ClassVar[bool] = False
+    reads_tiers: ClassVar[bool] = False
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         super().__init__(config, priority)
@@ -196,6 +197,8 @@ class ArtifactLoad(_RoundRobinUntilReported):
     A request of a prioritised tier takes, in the order of the normal load, the instance
     with the lowest load for its tier (the ``priority`` strategy for K = 2)."""
 
+    reads_tiers: ClassVar[bool] = False  # only through its priority mode
+
     def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
         report = view.reports.get(instance_id)
         if report is None:
@@ -222,6 +225,8 @@ class SloAware(ArtifactLoad):
     — the larger of predicted TTFT and TPOT over their targets, an instance whose prefill
     must wait for memory after every other. No round-robin start: an unreported instance is
     predicted as empty."""
+
+    reads_tiers: ClassVar[bool] = True  # the request's tier picks its SLO targets
 
     def choose(self, view: ClusterView, request: DispatchInfo) -> int:
         target = view.slo_targets[request.tier]
@@ -253,6 +258,8 @@ class ArtifactBlock(_RoundRobinUntilReported):
     """The artifact's ``block`` dispatch: the lowest memory load, (used + queued blocks) /
     capacity; it knows no priorities."""
 
+    reads_tiers: ClassVar[bool] = False
+
     @property
     def tier_dependent(self) -> bool:
         return False
@@ -272,6 +279,8 @@ DISPATCH_RULES.register("block")(ArtifactBlock)
 class HighestFreeness(_Ranked):
     """The paper's prose (§4.4.1): the highest F_full — virtual usage with the head-of-line
     demand and the priority reservation — less the demand dispatched since the report."""
+
+    reads_tiers: ClassVar[bool] = False  # only through its priority mode
 
     def load(self, view: ClusterView, instance_id: int, tier: int) -> float:
         report = view.reports.get(instance_id)

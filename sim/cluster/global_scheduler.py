@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Sized
 
 from sim.cluster.dispatch import DISPATCH_RULES, DispatchInfo, DispatchRule
-from sim.cluster.ordering import ARRIVAL_ORDERINGS
+from sim.cluster.ordering import ARRIVAL_ORDERINGS, TIER_BLIND_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
 from sim.cluster.priority import PRIORITY_MODES, PriorityMode
 from sim.cluster.slo_predictor import InstanceModel
@@ -78,6 +78,24 @@ def resolve(config: SchedulerConfig) -> Preset:
         "load_control": config.load_control,
     }
     return preset._replace(**{key: value for key, value in chosen.items() if value is not None})
+
+
+def reads_tiers(config: SchedulerConfig) -> bool:
+    """Whether any part of this scheduler reads a request's tier or K, as each part declares
+    in its own class body (``reads_tiers``: one inherited does not count, so a new rule reads
+    tiers until it says otherwise; orderings: ``TIER_BLIND_ORDERINGS``). False: tiers only
+    label the requests (``sim.sweep.sharing``)."""
+    settings = resolve(config)
+    priority = PRIORITY_MODES.get(settings.priority)
+    local_order = config.priority.local or priority.local_order
+    parts = [priority, DISPATCH_RULES.get(settings.dispatch)]
+    if settings.pairing != NO_PAIRING:
+        parts.append(PAIRING_RULES.get(settings.pairing))
+    return (
+        any(vars(part).get("reads_tiers", True) for part in parts)
+        or local_order == "tier"
+        or settings.ordering not in TIER_BLIND_ORDERINGS
+    )
 
 
 class GlobalScheduler:

@@ -18,6 +18,9 @@ def in_arrival_order(group: Sequence[Request]) -> Sequence[Request]:
     return group
 
 
+TIER_BLIND_ORDERINGS = frozenset({"arrival"})  # orderings that never read a request's tier
+
+
 @ARRIVAL_ORDERINGS.register("tier-first")
 def most_critical_first(group: Sequence[Request]) -> Sequence[Request]:
     """Most critical tier first, arrival order within a tier (requests ordered by scheduling

@@ -70,6 +70,8 @@ PAIRING_RULES: Registry[type[PairingRule]] = Registry("pairing", "scheduler.pair
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class ArtifactPairing(PairingRule):
+    reads_tiers: ClassVar[bool] = True
+
     def migration_load(self, report: LoadReport) -> float:
         reservation = self.priority.migration_reservation(report)
         return artifact_migration_load(report, self.load_control, reservation)
@@ -98,6 +100,7 @@ PAIRING_RULES.register("artifact")(ArtifactPairing)
 @mypyc_attr(allow_interpreted_subclasses=True)
 class FreenessThresholds(PairingRule):
     continues_after_commit: ClassVar[bool] = True
+    reads_tiers: ClassVar[bool] = True
 
     def freeness(self, report: LoadReport) -> float:
         return freeness_full(report, self.priority.migration_reservation(report))
@@ -137,6 +140,8 @@ PAIRING_RULES.register("freeness-threshold")(FreenessThresholds)
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class SloPairing(PairingRule):
+    reads_tiers: ClassVar[bool] = True  # each instance's most critical tier sets its target
+
     def pair(self, view: ClusterView) -> Mapping[int, int]:
         targets, reports, models = view.slo_targets, view.reports, view.models
         excess: dict[int, float] = {}

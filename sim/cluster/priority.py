@@ -46,6 +46,7 @@ class PriorityMode:
     local_order: ClassVar[str] = "fcfs"  # the llumlet's own queue and preemption order by default
     tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
     adapts: ClassVar[bool] = False  # tier headroom is moved online (adaptive-headroom)
+    reads_tiers: ClassVar[bool] = False  # a decision reads a tier or K (sim.sweep.sharing)
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -81,6 +82,7 @@ class _Prioritised(PriorityMode):
 @mypyc_attr(allow_interpreted_subclasses=True)
 class HeadroomMode(_Prioritised):
     local_order: ClassVar[str] = "tier"
+    reads_tiers: ClassVar[bool] = True
 
     def dispatch_reservation(self, report: LoadReport, tier: int) -> float:
         return report.headroom_blocks
@@ -102,6 +104,7 @@ class AdaptiveHeadroomMode(HeadroomMode):
     report's charged headroom as ``headroom`` does."""
 
     adapts: ClassVar[bool] = True
+    reads_tiers: ClassVar[bool] = True
 
 
 PRIORITY_MODES.register("adaptive-headroom")(AdaptiveHeadroomMode)
@@ -110,6 +113,7 @@ PRIORITY_MODES.register("adaptive-headroom")(AdaptiveHeadroomMode)
 @mypyc_attr(allow_interpreted_subclasses=True)
 class LoadTargetMode(_Prioritised):
     tier_dependent: ClassVar[bool] = True
+    reads_tiers: ClassVar[bool] = True
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         super().__init__(config, tiers)

@@ -32,6 +32,9 @@ class Registry(Generic[T]):
 
         return add
 
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
     def get(self, name: str) -> T:
         try:
             return self._entries[name]

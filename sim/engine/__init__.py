@@ -1,8 +1,10 @@
 """Discrete-event kernel (simpy): advances time and carries out decisions; no policy."""
 
-from sim.engine.result import SimulationResult
-from sim.engine.simulate import simulate
-from sim.engine.simulation import Simulation
-from sim.engine.watchdog import SimulationStalled
+from sim.lazy import lazy_exports
 
-__all__ = ["Simulation", "SimulationResult", "SimulationStalled", "simulate"]
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "simulation": "Simulation",
+    "result": "SimulationResult",
+    "watchdog": "SimulationStalled",
+    "simulate": "simulate",
+})

@@ -11,13 +11,6 @@ import yaml
 from sim.config import to_dict
 from sim.engine.result import SimulationResult
 from sim.files import strict_json
-from sim.metrics.plots import (
-    headroom_columns,
-    plot_cluster_timeline,
-    plot_headroom,
-    plot_latency_cdfs,
-    plot_migrations,
-)
 from sim.metrics.run_folder import RunFolder
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
@@ -58,6 +51,14 @@ def _write_files(result: SimulationResult, out_dir: Path, plots: bool) -> dict[s
         write_timeline(result, out_dir / "timeline.json")
         files.append("timeline.json")
     title = f"{result.config.name}: {result.config.scheduler.name}, {result.workload_description}"
+    if plots:  # matplotlib only for a run that draws
+        from sim.metrics.plots import (
+            headroom_columns,
+            plot_cluster_timeline,
+            plot_headroom,
+            plot_latency_cdfs,
+            plot_migrations,
+        )
     if plots and len(requests):
         plot_latency_cdfs(requests, out_dir / "latency.png", title)
         plot_cluster_timeline(

@@ -4,20 +4,10 @@ statistics over seeds, cost and capacity search, and the plots the notebooks dra
 Every simulation goes through one adapter, ``sim.sweep.cell.run_cell``.
 """
 
-from sim.sweep.grid import Cell, Grid, Run, expand, load_grid, run_key
-from sim.sweep.runner import SweepOutcome, run_sweep
-from sim.sweep.stats import aggregate, bootstrap_ci, paired
+from sim.lazy import lazy_exports
 
-__all__ = [
-    "Cell",
-    "Grid",
-    "Run",
-    "SweepOutcome",
-    "aggregate",
-    "bootstrap_ci",
-    "expand",
-    "load_grid",
-    "paired",
-    "run_key",
-    "run_sweep",
-]
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "grid": "Cell Grid Run expand load_grid run_key",
+    "runner": "SweepOutcome run_sweep",
+    "stats": "aggregate bootstrap_ci paired",
+})

@@ -1,7 +1,7 @@
 """Where runs execute: a local pool of long-lived worker processes, or Ray tasks.
 
-Both take the same tasks (store key, config, tables to keep) and yield (key, summary) as
-runs finish, in any order — or (key, ``RunError``) for a run that met bad input only while
+Both take the same tasks (store key, config, tables to keep, the runs sharing its
+simulation) and yield (key, summary) as runs finish, in any order — or (key, ``RunError``) for a run that met bad input only while
 running (a trace row) or that the watchdog stopped, so one failed cell does not stop the
 others; workers only compute and return, the driver alone writes. A worker imports the
 simulator once and keeps its replica models warm across runs (``sim.sweep.cell``).
@@ -21,9 +21,17 @@ BACKENDS = ("local", "ray")
 
 
 class Task(NamedTuple):
+    """One simulation: the run ``key`` of ``config``, and the ``shared`` runs (key, config)
+    answered by the same simulation relabelled (``sim.sweep.sharing``)."""
+
     key: str
     config: SimulationConfig
     tables: tuple[str, ...]
+    shared: tuple[tuple[str, SimulationConfig], ...] = ()
+
+    @property
+    def keys(self) -> list[str]:
+        return [self.key, *(key for key, _ in self.shared)]
 
 
 class RunError(NamedTuple):
@@ -37,16 +45,20 @@ class RunError(NamedTuple):
 Outcome = Union[dict[str, Any], RunError]  # a run's summary, or why there is none
 
 
-def run_task(task: Task) -> tuple[str, Outcome]:
-    """Executed in a worker: one run through the simulator adapter."""
-    from sim.sweep.cell import run_cell
+def run_task(task: Task) -> list[tuple[str, Outcome]]:
+    """Executed in a worker: one simulation through the simulator adapter, the outcome of
+    each run it answers (a failed simulation fails them all)."""
+    from sim.sweep import cell
 
     try:
-        return task.key, run_cell(task.config, task.tables)
+        if not task.shared:
+            return [(task.key, cell.run_cell(task.config, task.tables))]
+        configs = [task.config, *(config for _, config in task.shared)]
+        return list(zip(task.keys, cell.run_shared(configs, task.tables)))
     except ConfigError as exc:  # the message names the key; the driver adds the cell
-        return task.key, RunError("error", str(exc))
+        return [(key, RunError("error", str(exc))) for key in task.keys]
     except SimulationStalled as exc:
-        return task.key, RunError("stalled", str(exc))
+        return [(key, RunError("stalled", str(exc))) for key in task.keys]
 
 
 def default_jobs() -> int:
@@ -82,14 +94,16 @@ def run_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, Outcome]]
             try:
                 warm(task.config)
                 ready.append(task)
-            except ConfigError as exc:  # its replica model cannot load: the run fails alone
-                yield task.key, RunError("error", str(exc))
+            except ConfigError as exc:  # its replica model cannot load: its runs fail alone
+                for key in task.keys:
+                    yield key, RunError("error", str(exc))
         tasks = ready
     if not tasks:
         return
     pool = multiprocessing.get_context(method).Pool(min(jobs, len(tasks)), _worker_init)
     try:
-        yield from pool.imap_unordered(run_task, tasks, chunksize=1)
+        for outcomes in pool.imap_unordered(run_task, tasks, chunksize=1):
+            yield from outcomes
         pool.close()
     finally:
         pool.terminate()
@@ -138,7 +152,7 @@ def run_ray(
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 pending.pop(ref)
-                yield ray.get(ref)
+                yield from ray.get(ref)
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)

@@ -36,6 +36,7 @@ from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import normalize, run_key
+from sim.sweep.progress import Progress
 from sim.sweep.store import RunStore
 
 _SLO = re.compile(r"(?:tier(\d+)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
@@ -170,10 +171,12 @@ def _round(rate: float) -> float:
 
 
 class _Evaluator:
-    def __init__(self, config, slos, seeds, store, jobs, backend, address, recompute_stale) -> None:
+    def __init__(self, config, slos, seeds, store, jobs, backend, address, recompute_stale, shown) -> None:
         self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
         self.jobs, self.backend, self.address = jobs, backend, address
         self.recompute_stale = recompute_stale
+        self.shown: Progress = shown
+        self.points_left = 0  # bisection steps still expected after this point (the ETA's)
         self.points: dict[float, Point] = {}
 
     def __call__(self, rate: float) -> Point:
@@ -187,8 +190,11 @@ class _Evaluator:
             for k, c in zip(keys, configs)
             if not self.store.is_done(k, this_code_only=self.recompute_stale)
         ]
+        more = self.points_left * len(configs)
+        self.shown.plan(len(configs), len(configs) - len(tasks), more)
         for key, result in execute(tasks, self.backend, self.jobs, self.address):
             config = configs[keys.index(key)]
+            self.shown.update(isinstance(result, RunError))
             if isinstance(result, RunError):  # a rate with a failed run cannot be judged
                 where = f"rate {rate:g} seed {config.seed}: {result.reason}"
                 raise SimulationStalled(where) if result.kind == "stalled" else ConfigError(where)
@@ -222,33 +228,46 @@ def search_capacity(
     backend: str = "local",
     address: str | None = None,
     recompute_stale: bool = False,
+    progress: bool = False,
 ) -> Capacity:
     """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``;
     every point's runs come from the store unless missing (or, with ``recompute_stale``,
-    made by other code)."""
+    made by other code). ``progress`` shows the runs on stderr (``sim.sweep.progress``;
+    once bracketed, the ETA counts the bisection steps left)."""
     check_search(config, slos, seeds, low, high, tolerance)
     check_cell(config)
     out_dir = prepare_results_folder(out_dir)
     store = RunStore(out_dir / "runs")
     store.clean()
+    shown = Progress(f"capacity {config.name}", 0, show=progress)
     evaluate = _Evaluator(
-        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, recompute_stale
+        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address,
+        recompute_stale, shown,
     )
-    lo, hi = _bracket(evaluate, low, high, config.workload.arrival.rate)
+    try:
+        lo, hi = _bisect(evaluate, *_bracket(evaluate, low, high, config.workload.arrival.rate), tolerance)
+    finally:
+        shown.close()
+    points = sorted(evaluate.points.values(), key=lambda p: p.rate)
+    result = Capacity(lo, (lo or 0.0, hi if hi is not None else math.inf), points)
+    _write(result, slos, Path(out_dir))
+    return result
+
+
+def _bisect(evaluate, lo, hi, tolerance) -> tuple[float | None, float | None]:
+    """Halve the bracket (lo meets, hi misses) until it is within ``tolerance``."""
     steps = 0
     while lo is not None and hi is not None and (hi - lo) / lo > tolerance and steps < MAX_STEPS:
         middle = _round((lo + hi) / 2)
         if middle in (lo, hi):
             break
+        evaluate.points_left = max(0, math.ceil(math.log2((hi - lo) / lo / tolerance)) - 1)
         if evaluate(middle).meets:
             lo = middle
         else:
             hi = middle
         steps += 1
-    points = sorted(evaluate.points.values(), key=lambda p: p.rate)
-    result = Capacity(lo, (lo or 0.0, hi if hi is not None else math.inf), points)
-    _write(result, slos, Path(out_dir))
-    return result
+    return lo, hi
 
 
 def check_search(

@@ -1,7 +1,8 @@
 """The one adapter between the sweep machinery and the simulator.
 
-Every simulation a sweep or a capacity search runs goes through ``run_cell``: when the
-engine moves, this is the one place to re-point. ``check_cell`` makes the cheap checks the
+Every simulation a sweep or a capacity search runs goes through ``run_cell`` (or
+``run_shared``, for runs that differ only in request labels): when the engine moves, this is
+the one place to re-point. ``check_cell`` makes the cheap checks the
 engine makes first (scheduler, model and device names, trace files), so a bad grid stops
 before anything runs. Workers are long-lived processes: the replica model of each hardware
 layout is loaded once per process and reused, with its memoised iteration times.
@@ -34,13 +35,34 @@ def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, 
     (DataFrames: requests, instances, cluster, migrations). An interrupted run raises
     KeyboardInterrupt instead of returning a partial summary, so one is never stored.
     """
+    return _summary(_simulate(config), tables)
+
+
+def run_shared(configs: Sequence[SimulationConfig], tables: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """``run_cell`` of each of ``configs`` — runs sharing one simulation key
+    (``sim.sweep.sharing``) — from one simulation of the first, relabelled for the others."""
+    from sim.sweep.sharing import relabel
+
+    result = _simulate(configs[0])
+    summaries = [_summary(result, tables)]  # before any relabelling changes its requests
+    summaries += [_summary(relabel(result, config), tables) for config in configs[1:]]
+    return summaries
+
+
+def _simulate(config: SimulationConfig) -> Any:
     from sim.engine import Simulation
-    from sim.metrics import summarize
-    from sim.metrics import tables as builders
 
     result = Simulation(config, load_pool_model=replica_model).run()
     if result.interrupted:
         raise KeyboardInterrupt
+    return result
+
+
+def _summary(result: Any, tables: Sequence[str]) -> dict[str, Any]:
+    """The summary of a finished run, with the tables asked for."""
+    from sim.metrics import summarize
+    from sim.metrics import tables as builders
+
     frames = {
         "requests": builders.request_table(result),
         "cluster": builders.cluster_table(result),
@@ -57,8 +79,11 @@ def run_cell(config: SimulationConfig, tables: Sequence[str] = ()) -> dict[str, 
 def warm(config: SimulationConfig) -> None:
     """Import what ``run_cell`` needs and load this config's replica model, so processes
     forked afterwards start ready (a pool's workers then never import or load again)."""
-    import sim.engine  # noqa: F401
-    import sim.metrics  # noqa: F401
+    import sim.engine.setup  # noqa: F401  (the packages export on first use: import the modules)
+    import sim.engine.simulation  # noqa: F401
+    import sim.metrics.summary  # noqa: F401
+    import sim.metrics.tables  # noqa: F401
+    import sim.sweep.sharing  # noqa: F401
 
     for pool in config.instance_pools():
         replica_model(pool)

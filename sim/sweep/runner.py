@@ -13,11 +13,11 @@ aggregate, counted in the summary line, and not rerun until ``retry_failed``.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sim import native
 from sim.config import ConfigError
 from sim.files import OutputError, atomic_write, remove_leftovers
 from sim.sweep.backends import RunError, Task, execute
@@ -25,6 +25,8 @@ from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import FAILED, build_index, ok_rows, write_table
+from sim.sweep.progress import Progress
+from sim.sweep.sharing import simulation_key
 from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
@@ -37,6 +39,8 @@ class SweepOutcome:
     out_dir: Path
     runs: int
     unique: int  # distinct configs (runs sharing a key run once)
+    simulations: int = 0  # simulations run for the ``computed`` runs (sim.sweep.sharing)
+    engine: str = field(default_factory=native.status)  # compiled when built and current
     reused: int = 0  # results taken from the store
     reused_from_other_code: int = 0  # of ``reused``: stored by a different simulator version
     computed: int = 0
@@ -61,7 +65,8 @@ class SweepOutcome:
         )
         return (
             f"{self.grid}: {state}{self.runs} runs ({self.unique} distinct): {self.reused} reused{other}, "
-            f"{self.computed} computed{failed} in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running); wrote "
+            f"{self.computed} computed{failed} in {self.wall_seconds:.1f} s ({self.run_seconds:.1f} s running, "
+            f"{self.simulations} simulations; engine {self.engine}); wrote "
             f"{', '.join(self.files)} to {self.out_dir}/"
         )
 
@@ -82,18 +87,25 @@ def check_grid(grid: Grid) -> None:
 def pending(
     grid: Grid, store: RunStore, recompute_stale: bool = False, retry_failed: bool = False
 ) -> list[Task]:
-    """One task per distinct run key the store has no result for (with every kept table),
-    or has from other code when ``recompute_stale``; runs stored as failed only when
-    ``retry_failed``."""
-    tasks: dict[str, Task] = {}
+    """One task per simulation that the runs the store has no result for (with every kept
+    table) need, or has from other code when ``recompute_stale``; runs stored as failed
+    only when ``retry_failed``. Runs differing only in request labels share one task
+    (``sim.sweep.sharing``)."""
+    wanted: dict[str, Run] = {}
     for run in grid.runs:
-        if run.key in tasks or store.is_done(run.key, grid.tables, recompute_stale):
+        if run.key in wanted or store.is_done(run.key, grid.tables, recompute_stale):
             continue
         if store.is_failed(run.key) and not retry_failed:
             if not (recompute_stale and store.made_by_other_code(run.key)):
                 continue
-        tasks[run.key] = Task(run.key, run.config, grid.tables)
-    return list(tasks.values())
+        wanted[run.key] = run
+    groups: dict[str, list[Run]] = {}
+    for run in wanted.values():
+        groups.setdefault(simulation_key(run.config), []).append(run)
+    return [
+        Task(first.key, first.config, grid.tables, tuple((run.key, run.config) for run in rest))
+        for first, *rest in groups.values()
+    ]
 
 
 def write_indexes(grid: Grid, store: RunStore, out_dir: Path, interrupted: bool) -> list[str]:
@@ -136,7 +148,9 @@ def run_sweep(
     line printed says so.
 
     Ctrl-C stops the workers, keeps every run already stored, writes the indexes of those
-    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. A write that
+    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. ``progress``
+    shows the runs as they finish on stderr (a bar on a terminal, else a line every 30 s or
+    5%: ``sim.sweep.progress``). A write that
     fails (a full disk) raises OutputError the same way: every run stored before is whole.
     """
     started = time.perf_counter()
@@ -148,30 +162,30 @@ def run_sweep(
     tasks = pending(grid, store, recompute_stale, retry_failed)
     keys = {run.key for run in grid.runs}
     outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), len(keys))
-    reused = {key for key in keys - {task.key for task in tasks} if store.is_done(key)}
+    outcome.simulations = len(tasks)
+    reused = {key for key in keys - {key for task in tasks for key in task.keys} if store.is_done(key)}
     outcome.reused = len(reused)
     outcome.reused_from_other_code = sum(store.made_by_other_code(key) for key in reused)
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
-    bar = _progress_bar(grid.name, len(keys), len(keys) - len(tasks), progress)
+    shown = Progress(grid.name, len(keys), len(keys) - sum(len(task.keys) for task in tasks), progress)
     stopped: BaseException | None = None
     running = time.perf_counter()
     try:
         for key, result in execute(tasks, backend, jobs, address):
-            if isinstance(result, RunError):
+            failed = isinstance(result, RunError)
+            if failed:
                 store.write_failure(key, by_key[key].config, result)
             else:
                 store.write(key, by_key[key].config, result)
                 outcome.computed += 1
-            if bar is not None:
-                bar.update()
+            shown.update(failed)
     except BaseException as exc:
         stopped = exc
         outcome.interrupted = isinstance(exc, KeyboardInterrupt)
         raise
     finally:
         outcome.run_seconds = time.perf_counter() - running
-        if bar is not None:
-            bar.close()
+        shown.close()
         try:
             outcome.files = write_indexes(grid, store, out_dir, stopped is not None)
         except OutputError:
@@ -193,10 +207,3 @@ def failures(grid: Grid, store: RunStore) -> list[dict]:
             )
     return found
 
-
-def _progress_bar(name: str, total: int, done: int, show: bool):
-    if not show:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=done, unit="run", desc=name, file=sys.stderr, smoothing=0.1)

@@ -34,7 +34,6 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from sim.config import ConfigError, WorkloadConfig
 from sim.workload.synthetic import LENGTH_CLASSES, scale_to_mean
@@ -70,6 +69,8 @@ def client_ranks(rs: np.random.RandomState, n: int, mean: int, length_range: int
     """``n`` Zipf ranks 1..2·mean−1 as ``gen_random_response_lens(zipf)`` draws them: SciPy's
     ``zipf.pmf`` normalised by its sum (not llumsim's truncated ``zipfian``, whose weights
     differ in the last bits and could move a draw across a CDF boundary)."""
+    from scipy import stats  # ~1 s to import: only for Zipf lengths
+
     ranks = np.arange(1, 2 * mean)
     weights = stats.zipf.pmf(ranks, client_alpha(mean, length_range))
     weights /= np.sum(weights)

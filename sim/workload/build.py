@@ -187,6 +187,12 @@ def _requests(
     )
 
 
+def tiers_drawn_apart(cfg: WorkloadConfig) -> bool:
+    """Whether the tiers have a generator of their own (every client but the artifact's), so
+    the arrivals and lengths of a run do not depend on ``workload.priority``."""
+    return cfg.client != "artifact"
+
+
 def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> Workload:
     """The request stream of a run: a pure function of (``cfg``, ``seed``) and the trace file."""
     if seed < 0:

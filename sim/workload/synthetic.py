@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 # Length class -> (target mean tokens, Zipf exponent alpha), Llumnix paper §6.1.
 LENGTH_CLASSES: dict[str, tuple[int, float]] = {"S": (128, 2.0), "M": (256, 1.5), "L": (512, 1.15)}
@@ -17,6 +16,8 @@ def power_law_lengths(
     Scaling uses the *sample* mean so that every draw hits the target before rounding up; the
     cap (6,144 tokens by default) can then pull the mean slightly below it, as in the paper.
     """
+    from scipy import stats  # ~1 s to import: only for Zipf lengths
+
     ranks = np.arange(1, 2 * mean)
     draws = rng.choice(ranks, size=n, p=stats.zipfian.pmf(ranks, alpha, len(ranks)))
     return scale_to_mean(draws, mean, cap)
