@@ -19,7 +19,7 @@ from typing import Any, Mapping, TypeVar
 
 import yaml
 
-from sim.config import bounded_yaml
+import sim.config.bounded_yaml as bounded_yaml
 from sim.config.limits import MAX_YAML_BYTES
 
 T = TypeVar("T")
