@@ -120,7 +120,7 @@ def light_decode_references(model: ReplicaModel) -> list[dict]:
                 "batch": ref.batch,
                 "scope": ref.scope,
                 "measured_ms": ref.measured_ms,
-                "transfer": ref.memory_bandwidth_gb_per_s / 600.0,
+                "transfer": ref.transfer,
                 "on_a10_ms": ref.on_a10_ms,
                 "predicted_ms": predicted,
                 "rel_error": None if predicted is None else predicted / ref.on_a10_ms - 1,

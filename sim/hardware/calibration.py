@@ -42,6 +42,7 @@ from sim.hardware.catalog import (
     Layout,
 )
 from sim.hardware.memory import ProfileRunMemoryPlanner
+from sim.hardware.skus import A10DeviceSKUConfig
 from sim.hardware.timing import NUM_TOKENS_ROUNDING, round_up
 
 BATCH_TOKENS = 8192  # Figure 10's batches: ~8,192 tokens in 8192 // L requests of L tokens
@@ -67,7 +68,8 @@ Batch = tuple[Sequence[tuple[int, int]], int, int]  # (prefills, num_decodes, de
 # transfer.
 KV_CAPACITY_TOLERANCE = 0.01
 LIGHT_DECODE_TOLERANCE = 0.10
-A10_BANDWIDTH_GB_PER_S = 600.0  # datasheet; also the Vidur device SKU's figure
+# the datasheet bandwidth the transfers scale to: the A10 device SKU's own figure
+A10_BANDWIDTH_GB_PER_S = A10DeviceSKUConfig.memory_bandwidth_gb_per_s
 
 
 @dataclass(frozen=True)
@@ -301,9 +303,13 @@ class LightDecodeReference:
     source: str
 
     @property
+    def transfer(self) -> float:
+        """Weight streaming dominates a light step: times scale with the memory bandwidth."""
+        return self.memory_bandwidth_gb_per_s / A10_BANDWIDTH_GB_PER_S
+
+    @property
     def on_a10_ms(self) -> float:
-        """Weight streaming dominates a light step: transferred by memory bandwidth."""
-        return self.measured_ms * self.memory_bandwidth_gb_per_s / A10_BANDWIDTH_GB_PER_S
+        return self.measured_ms * self.transfer
 
 
 def load_light_decode_references() -> list[LightDecodeReference]:
