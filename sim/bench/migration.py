@@ -31,10 +31,15 @@ OUTPUT_TOKENS = 400  # long enough that every request is still decoding when the
 MEASUREMENTS = Path(__file__).resolve().parents[1] / "hardware" / "data" / "a10_measurements.csv"
 # the paper's text for LLaMA-30B (no table rows): blocking copy at 8k, live downtime band
 PAPER_30B_BLOCKING_8K_MS = 3200.0
+PAPER_30B_BLOCKING_SOURCE = "paper text (~3.2 s)"
 PAPER_LIVE_BAND_MS = (20.0, 30.0)
 LIVE_MAX_MS = 40.0
 LIVE_TOLERANCE = 0.30
 COPY_TOLERANCE = 0.15
+# the rows sim/bench/fit_transfer.py fits the transfer model to: the bench's agreement on
+# them is a residual, not a prediction (``row_role``)
+TRANSFER_FIT_MODEL = "llama-7b"
+TRANSFER_FIT_MODES = ("blocking", "live")
 MODE_QUANTITY = {
     "live": "live_migration_downtime",
     "blocking": "blocking_copy_downtime",
@@ -56,6 +61,7 @@ class BenchRow:
     reference: str
     rel_error: float
     ok: bool
+    role: str  # fitted or predicted (``row_role``)
 
 
 def reference_ms(model: str, mode: str, seq_len: int) -> tuple[float, str]:
@@ -71,10 +77,33 @@ def reference_ms(model: str, mode: str, seq_len: int) -> tuple[float, str]:
     if len(row):
         return float(row["measured_ms"].iloc[0]), "A10 table"
     if mode == "blocking" and seq_len == 8192:
-        return PAPER_30B_BLOCKING_8K_MS, "paper text (~3.2 s)"
+        return PAPER_30B_BLOCKING_8K_MS, PAPER_30B_BLOCKING_SOURCE
     if mode == "live":
         return sum(PAPER_LIVE_BAND_MS) / 2, "paper text (20-30 ms)"
     return math.nan, ""
+
+
+ROLES = {
+    "fit: transfer": "an input of sim/bench/fit_transfer.py's stage latency and per-GPU bandwidth",
+    "fit: network": "the input of fit_transfer.py's instance network bandwidth",
+    "fit: replica": "a prefill row the replica model is fitted to (sim/hardware/build_profiles.py)",
+    "prediction": "no fit saw it",
+    "no reference": "nothing published to compare with",
+}
+
+
+def row_role(model: str, mode: str, seq_len: int, source: str) -> str:
+    """Whether a row's reference was an input of the fit that set the constants it runs on
+    (its agreement is then a residual, not a test) or a prediction (``ROLES``)."""
+    if not source:
+        return "no reference"
+    if model == TRANSFER_FIT_MODEL and mode in TRANSFER_FIT_MODES:
+        return "fit: transfer"
+    if mode == "blocking" and seq_len == 8192 and source == PAPER_30B_BLOCKING_SOURCE:
+        return "fit: network"
+    if mode == "recompute":  # the recompute downtime is a prefill: the A10 prefill rows
+        return "fit: replica"
+    return "prediction"
 
 
 def judge(mode: str, downtime_ms: float, stages: int, ref: float, source: str) -> tuple[float, bool]:
@@ -150,6 +179,7 @@ def run_case(model, transfer, mode: str, seq_len: int, colocated_slowdown: float
         reference=source,
         rel_error=error,
         ok=ok,
+        role=row_role(model.model, mode, seq_len, source),
     )
 
 
@@ -192,7 +222,7 @@ def rows_as_dicts(rows: list[BenchRow]) -> list[dict]:
 def format_rows(rows: list[BenchRow]) -> str:
     header = (
         f"{'model':<10}{'mode':<10}{'seq_len':>8}{'downtime ms':>13}{'stages':>7}"
-        f"{'blocks':>7}{'slowdown':>10}{'reference ms':>14}{'rel err':>9}  ok  reference"
+        f"{'blocks':>7}{'slowdown':>10}{'reference ms':>14}{'rel err':>9}  ok  {'role':<14}reference"
     )
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -201,8 +231,11 @@ def format_rows(rows: list[BenchRow]) -> str:
         reference = "-" if math.isnan(row.reference_ms) else f"{row.reference_ms:.0f}"
         lines.append(
             f"{row.model:<10}{row.mode:<10}{row.seq_len:>8}{row.downtime_ms:>13.1f}{row.stages:>7}"
-            f"{row.blocks:>7}{slowdown:>10}{reference:>14}{error:>9}  {'yes' if row.ok else 'NO ':<3} {row.reference}"
+            f"{row.blocks:>7}{slowdown:>10}{reference:>14}{error:>9}  {'yes' if row.ok else 'NO ':<3} "
+            f"{row.role:<14}{row.reference}"
         )
+    roles = [role for role in ROLES if any(row.role == role for row in rows)]
+    lines += ["", "role:"] + [f"  {role:<14}{ROLES[role]}" for role in roles]
     return "\n".join(lines)
 
 
