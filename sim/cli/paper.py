@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.config.loader import read_yaml
     from sim.files import atomic_write
     from sim.sweep.grid import expand
-    from sim.sweep.paper import claims_table, markdown, runs_table
+    from sim.sweep.paper import Runs, claims_table, grade_counts, markdown, runs_table
     from sim.sweep.plots import open_sweep, paper_serving_figure
 
     if args.readme:
@@ -62,18 +62,25 @@ def run(args: argparse.Namespace) -> int:
     sweep = open_sweep(out_dir.name, out_dir.parent)
     index = sweep.index[sweep.index["config_hash"].isin({run.key for run in grid.runs})]
     runs = runs_table(index)
-    claims = claims_table(index, lambda key, name: sweep.table(name, {"config_hash": key}))
+    stored = Runs(
+        index,
+        table=lambda key, name: sweep.table(name, {"config_hash": key}),
+        config=lambda key: read_yaml(out_dir / "runs" / key / "config.yaml"),
+    )
+    claims, points = claims_table(stored)
     runs_md, claims_md = markdown(runs), markdown(claims)
     for name, text in (("claims.md", claims_md + "\n"), ("runs.md", runs_md + "\n")):
         atomic_write(out_dir / name, lambda tmp, text=text: tmp.write_text(text))
     atomic_write(out_dir / "claims.csv", lambda tmp: claims.to_csv(tmp, index=False))
+    atomic_write(out_dir / "claim_points.csv", lambda tmp: points.to_csv(tmp, index=False))
     cells = sweep.aggregate[sweep.aggregate["part"].isin(index["part"].unique())]
     figure = paper_serving_figure(cells, out_dir / "serving.png")
     print("\nRequests each run received (Table 1's statistics) and its mean KV occupancy:\n")
     print(runs_md)
     print("\nThe paper's claims:\n")
     print(claims_md)
-    written = "claims.md, claims.csv, runs.md" + (", serving.png" if figure else "")
+    print(f"\nagreement over {len(claims)} rows: {grade_counts(claims)}")
+    written = "claims.md, claims.csv, claim_points.csv, runs.md" + (", serving.png" if figure else "")
     print(f"\nwrote {written} to {out_dir}/")
     if args.readme:
         replace_block(args.readme, claims_md)

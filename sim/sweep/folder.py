@@ -20,6 +20,7 @@ RESULTS_FILES = frozenset(
         "capacity.json",  # sim.sweep.capacity
         "claims.md",  # sim.cli.paper
         "claims.csv",
+        "claim_points.csv",
         "runs.md",
         "serving.png",
     }
