@@ -3,6 +3,7 @@ which rows fitted the constants, and predictions of rows held out of the fit."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from sim.bench.fit_transfer import _solve
 from sim.bench.holdout import FIT_LENGTHS, format_held_out, held_out_checks, held_out_lengths
 from sim.bench.migration import LENGTHS, BenchRow, format_rows, reference_ms, run_bench
+from sim.cli.main import main
 from sim.hardware import load_replica_model
 
 
@@ -95,3 +97,14 @@ def test_the_held_out_check_fails_when_the_held_out_rows_disagree():
     check = held_out_lengths(reference=reference)
     blocking = [p for p in check.predictions if p.mode == "blocking"]
     assert not check.ok and all(not p.ok and p.error < -0.25 for p in blocking)
+
+
+def test_the_command_prints_roles_and_the_held_out_errors(capsys):
+    assert main(["bench", "migration", "--model", "llama-7b", "--held-out", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert {row["role"] for row in document["rows"]} == {"fit: transfer", "fit: replica"}
+    assert [c["split"] for c in document["held_out"]] == ["lengths", "models"]
+    assert all(p["error"] is not None for c in document["held_out"] for p in c["predictions"])
+    assert main(["bench", "migration", "--model", "llama-7b", "--held-out"]) == 0
+    text = capsys.readouterr().out
+    assert "held out, lengths" in text and "worst held-out error" in text and "prediction" not in text.split("held out")[0]
