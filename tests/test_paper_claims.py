@@ -4,13 +4,20 @@ C30), notes free of typed numbers, and the command end to end on one smoke part.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from sim.cli.main import main
+from sim.config import load_config
+from sim.config.loader import read_yaml
+from sim.sweep.grid import load_grid
+from sim.workload import build_workload
 from sim.sweep.paper import (
     E2E,
     PRE,
@@ -25,6 +32,7 @@ from sim.sweep.paper import (
 )
 
 P99 = "latency.prefill_latency.p99"
+GRIDS = Path(__file__).resolve().parents[1] / "experiments" / "grids"
 
 
 def serving(part, scheduler, rate, seed, p99):
@@ -200,6 +208,31 @@ def test_fragmentation_reads_each_seeds_busiest_infaas_window_for_both_scheduler
     assert infaas["llumsim"].startswith("25.0%")  # 20% and 30%: the queued window of each seed
     llumnix = grade_claim(claim("C25", "Llumnix"), runs)
     assert llumnix["llumsim"].startswith("1.5%")  # 1% and 2%, over INFaaS++'s window
+
+
+def test_the_paper_grids_seeds_are_distinct_streams_and_seed_0_is_the_presets_own():
+    """Each part's first cell at each of the grid's seeds: five different request streams,
+    seed 0's the one the preset itself gives (the artifact's, for the client's traces)."""
+    grid = load_grid(GRIDS / "paper.yaml")
+    assert grid.seeds == [0, 1, 2, 3, 4]
+    first_cell = {}
+    for run in grid.runs:
+        first_cell.setdefault(run.cell.coords["part"], run.cell.label)
+    for part, label in first_cell.items():
+        runs = [run for run in grid.runs if run.cell.label == label]
+        streams = [
+            build_workload(dataclasses.replace(run.config.workload, num_requests=300), run.seed) for run in runs
+        ]
+        keys = {(s.prompt_tokens.tobytes(), s.arrival.tobytes()) for s in streams}
+        assert len(keys) == len(runs) == 5, part
+        preset = load_config(GRIDS / grid_part(part)["base"]).workload
+        own = build_workload(dataclasses.replace(preset, num_requests=300), 0)
+        assert np.array_equal(own.prompt_tokens, streams[0].prompt_tokens), part
+
+
+def grid_part(name):
+    (part,) = [p for p in read_yaml(GRIDS / "paper.yaml")["parts"] if p["name"] == name]
+    return part
 
 
 def test_the_command_runs_parts_and_rewrites_the_readme_block(tmp_path, capsys):
