@@ -185,7 +185,7 @@ def test_notes_format_their_numbers_from_the_runs_and_their_configs():
     assert row["agreement"] != "match"
     # a third of the committed migrations moved a high-priority request; the diagnostic part's
     # ratio is base / lcfs-normal = 4x at the one CV
-    assert row["why it differs"].endswith("at CV 2 33% of Llumnix's committed migrations moved one; with "
+    assert row["why it differs"].endswith("at CV 2 33% of Llumnix's committed migrations moved such a request; with "
                                           "migration.candidate=lcfs-normal (grid part "
                                           "diagnostic-priorities-lcfs-normal) this ratio is 4–4× over the CVs")
     serving_rows = [{"part": "serving-sharegpt", "scheduler": "llumnix", "workload.arrival.rate": 7.0, "seed": 0,

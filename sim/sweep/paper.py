@@ -273,7 +273,8 @@ def saving_at_equal_tail(runs: Runs) -> pd.DataFrame:
 class Note:
     """Why a figure differs. ``text`` holds no number; ``template``'s numbers are fields
     filled by ``values`` from the runs (None, or a LookupError: the runs, tables or configs
-    it reads are not there, and the template is left out) — tests/test_paper_claims.py fails on a digit typed in either."""
+    it reads are not there, and the template is left out). tests/test_paper_claims.py
+    fails on a digit typed in either."""
 
     text: str
     template: str = ""
@@ -284,9 +285,8 @@ class Note:
             filled = self.values(runs) if self.values else None
         except LookupError:  # a kept table or config it reads is not there
             filled = None
-        if filled is None:
-            return self.text
-        return f"{self.text}; {self.template.format(**filled)}" if self.text else self.template.format(**filled)
+        computed = self.template.format(**filled) if filled is not None else ""
+        return "; ".join(part for part in (self.text, computed) if part)
 
     def literal_text(self) -> str:
         """Everything of the note that is typed rather than formatted from data."""
@@ -362,7 +362,7 @@ FRAGMENTATION_DEFINITION = (
     "free block whenever some queued head-of-line request would fit in the pooled free memory "
     "(an upper bound)"
 )
-LCFS_PRIORITIES = "the artifact's LCFS rule migrates the latest arrival of any priority, so it moves high-priority requests too"
+LCFS_PRIORITIES = "the artifact's LCFS rule migrates the latest arrival of any priority, high-priority requests included"
 COLD_START = Note(
     "auto-scaling adds the cold start (Llumnix's own simulator's value; the artifact reloaded the "
     "model, time unrecorded)",
@@ -374,7 +374,7 @@ COLD_START = Note(
 def _lcfs_note(column: str) -> Note:
     return Note(
         LCFS_PRIORITIES,
-        "at CV {cv:g} {share:.0%} of Llumnix's committed migrations moved one; with "
+        "at CV {cv:g} {share:.0%} of Llumnix's committed migrations moved such a request; with "
         "migration.candidate=lcfs-normal (grid part " + LCFS_NORMAL + ") this ratio is "
         "{low:.3g}–{high:.3g}× over the CVs",
         _lcfs_normal_values(column),
