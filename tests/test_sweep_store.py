@@ -92,3 +92,25 @@ def test_a_coordinate_mixing_numbers_and_text_becomes_text_for_parquet(tmp_path)
     frame.to_parquet(tmp_path / "t.parquet")
     column = pd.read_parquet(tmp_path / "t.parquet")["x"]
     assert column[:2].tolist() == ["1.5", "a"] and column.isna()[2]
+
+
+def test_the_code_fingerprint_follows_sources_not_a_build_of_the_compiled_engine(tmp_path):
+    from sim.sweep.store import package_fingerprint
+
+    package = tmp_path / "sim"
+    (package / "instance").mkdir(parents=True)
+    source = package / "instance" / "batching.py"
+    source.write_text("STEP = 1\n")
+    (package / "data.csv").write_text("a,b\n1,2\n")
+    before = package_fingerprint(package, "0.0.26")
+    # a build adds extension modules and its record next to the sources: same code
+    (package / "instance" / "batching.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF1")
+    (package / "native.json").write_text('{"python": "cpython-311"}')
+    assert package_fingerprint(package, "0.0.26") == before
+    # a changed source, shipped data file or Vidur version is other code
+    source.write_text("STEP = 2\n")
+    changed = package_fingerprint(package, "0.0.26")
+    assert changed != before
+    (package / "data.csv").write_text("a,b\n1,3\n")
+    assert package_fingerprint(package, "0.0.26") != changed
+    assert package_fingerprint(package, "0.0.27") != package_fingerprint(package, "0.0.26")

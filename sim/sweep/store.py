@@ -33,15 +33,32 @@ CODE = "code.txt"
 PACKAGE = Path(__file__).resolve().parents[1]  # sim/
 
 
+# what a build of the compiled engine adds to the package (sim.native): the same sources
+# compiled, byte-identical results (benchmarks/request_hashes.py --check on both engines),
+# so a run is not "made by other code" because the engine was built or rebuilt
+BUILD_SUFFIXES = (".so", ".pyd")
+BUILD_RECORD = "native.json"
+
+
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """What a run's results depend on besides its config: the simulator's sources and shipped
     data (profiles, fits) and the installed Vidur. A run is keyed by its config alone, so a
     store reuses runs across code changes; this tells which were made by other code."""
-    digest = hashlib.sha256(f"vidur {version('vidur')}".encode())
-    for path in sorted(PACKAGE.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(PACKAGE)).encode())
+    return package_fingerprint(PACKAGE, version("vidur"))
+
+
+def package_fingerprint(package: Path, vidur_version: str) -> str:
+    """The digest of every source and data file under ``package`` (build products left out)."""
+    digest = hashlib.sha256(f"vidur {vidur_version}".encode())
+    for path in sorted(package.rglob("*")):
+        if (
+            path.is_file()
+            and "__pycache__" not in path.parts
+            and path.suffix not in BUILD_SUFFIXES
+            and path.relative_to(package).as_posix() != BUILD_RECORD
+        ):
+            digest.update(str(path.relative_to(package)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
