@@ -318,7 +318,7 @@ def main() -> int:
                 rows.append((f"  pure Python, {label}", median_run(runs)))
 
         # (b) Vidur on the same requests
-        vidur = None
+        vidur = bare = None
         if not args.no_vidur:
             trace = Path(tmp) / "workload_vidur.csv"
             max_tokens = write_trace(workload, trace)
@@ -375,13 +375,19 @@ def main() -> int:
         print(f"issue-12 figures ({native.status()} engine):")
         for label, run in rows[:2]:
             print(f"  {label}: {run['loop_s'] / run['batches'] * 1e6:.1f} us per batch (target <= 4)")
-        if vidur is not None:
-            ratio = (ours["requests"] / ours["loop_s"]) / (vidur["requests"] / vidur["loop_s"])
-            print(
-                f"  ratio llumsim / Vidur, simulated requests per wall-second: {ratio:.1f}x "
-                f"(target >= 50x); per batch: {ours['loop_s'] / ours['batches'] * 1e6:.1f} vs "
-                f"{vidur['loop_s'] / vidur['batches'] * 1e6:.1f} us"
-            )
+        # the headline is the fair ratio: Vidur's event loop without its metrics store (our
+        # loop keeps no per-batch metrics either); the ratio with the store follows it
+        for label, baseline in (("metrics store off", bare), ("metrics store on", vidur)):
+            if baseline is None:
+                continue
+            for name, run in rows[:2]:
+                ratio = (run["requests"] / run["loop_s"]) / (baseline["requests"] / baseline["loop_s"])
+                target = " (target >= 50x)" if baseline is bare else ""
+                print(
+                    f"  ratio {name} / Vidur ({label}), simulated requests per wall-second: "
+                    f"{ratio:.1f}x{target}; per batch: {run['loop_s'] / run['batches'] * 1e6:.1f} vs "
+                    f"{baseline['loop_s'] / baseline['batches'] * 1e6:.1f} us"
+                )
         print(
             f"  quickstart: {realtime['simulated_s']:.0f} simulated s in {realtime['loop_s']:.2f} s "
             f"of event loop = {realtime['simulated_s'] / realtime['loop_s']:.0f}x real time (target >= 1000x)"
