@@ -12,7 +12,7 @@ from tests.sweep_support import REPO
 
 NOTEBOOKS = REPO / "notebooks"
 READS = {
-    "k_sweep": ["k_sweep_smoke"],
+    "k_study": ["k_study_smoke"],
     "paper": ["paper_smoke"],
     "migration": ["paper_smoke"],
     "stress": ["stress_smoke"],
