@@ -111,3 +111,10 @@ def execute_notebook(name: str, results: Path, smoke: bool) -> Any:
             else:
                 os.environ[key] = value
     return notebook
+
+
+def images_and_errors(notebook: Any) -> tuple[int, list]:
+    """How many figures an executed notebook drew, and what it wrote to stderr."""
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    images = sum("image/png" in output.get("data", {}) for output in outputs)
+    return images, [output for output in outputs if output.get("name") == "stderr"]

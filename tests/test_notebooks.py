@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from tests.sweep_support import REPO, execute_notebook
+from tests.sweep_support import REPO, execute_notebook, images_and_errors
 
 NOTEBOOKS = REPO / "notebooks"
 READS = {
@@ -28,12 +28,6 @@ def test_notebook_is_stored_without_outputs(name):
     for cell in notebook.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
-
-
-def images_and_errors(notebook) -> tuple[int, list]:
-    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
-    images = sum("image/png" in output.get("data", {}) for output in outputs)
-    return images, [output for output in outputs if output.get("name") == "stderr"]
 
 
 @pytest.mark.parametrize("name", sorted(READS))
