@@ -102,8 +102,11 @@ def test_the_best_k_row_says_what_its_cell_table_says():
         "no K distinguishable in 2"
     )
     assert row["holds"] == "yes"  # K = 4 is the distinguishable best in half the cells
-    cells = report(index, "k_study", 10).split("## Best K")[1]
+    text = report(index, "k_study", 10)
+    cells = text.split("## Best K")[1]
     assert cells.count("| K = 4 |") == 4 and cells.count("| no K distinguishable |") == 4
+    speedups = text.split("## tier 0 P99 prefill")[1].split("##")[0]
+    assert "| mode | mix | req/s | K = 1 | K = 2 | K = 4 | K = 10 |" in speedups
 
 
 def test_the_single_tier_run_counts_once_whatever_its_mix_and_mode():

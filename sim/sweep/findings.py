@@ -50,6 +50,7 @@ CLAIMED_PREFILL = (5.0, 8.3)  # mean prefill speed-up over INFaaS++
 CLAIMED_SAVING = (0.24, 0.68)  # cost-per-latency improvement over INFaaS++
 STABLE_TAIL = 1.25  # "stable": the worst K's e2e P99 within 25% of K = 1's (our reading)
 ANY = "(any)"  # the mix and mode of the single-tier run, which has neither
+SHORT = {"scheduler": "mode", MIX: "mix", SIZE: "requests", RATE: "req/s"}  # findings.md's headers
 
 
 def cell_columns(index: pd.DataFrame) -> list[str]:
@@ -265,8 +266,26 @@ def cost_note(index: pd.DataFrame) -> str:
     )
 
 
+def speedup_grid(table: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """One ``measure`` of ``speedup_table`` as rows of mode and cell, a column per K, each
+    entry "speed-up (interval)"."""
+    part = table[table["measure"] == measure]
+    rows = ["scheduler", *[c for c in (MIX, SIZE, RATE) if c in part.columns]]
+    text = part.assign(entry=[f"{v:.3g} ({lo:.3g}–{hi:.3g})" for v, lo, hi in zip(part["speedup"], part["ci_low"], part["ci_high"])])
+    grid = text.pivot(index=rows, columns=K, values="entry")
+    grid.columns = [f"K = {k}" for k in grid.columns]
+    return grid.reset_index().rename(columns=SHORT)
+
+
 def report(index: pd.DataFrame, name: str, seeds: int) -> str:
-    """findings.md: the claims, the computed note on cost-per-latency, and the best K per cell."""
+    """findings.md: the claims, the computed note on cost-per-latency, the paired speed-ups
+    per K, and the best K per cell."""
+    table = speedup_table(index)
+    grids = [
+        part
+        for measure in (list(MEASURES)[0], list(MEASURES)[2])
+        for part in (f"## {measure}: INFaaS++ / Llumnix, paired (95% interval)", markdown(speedup_grid(table, measure)))
+    ]
     best = best_k(index)
     best_table = best.assign(**{"best / runner-up": best["best / runner-up"].map("{:.3f}".format),
                                 "95% interval": [f"{lo:.3f}–{hi:.3f}" for lo, hi in zip(best["ci_low"], best["ci_high"])]})
@@ -275,8 +294,9 @@ def report(index: pd.DataFrame, name: str, seeds: int) -> str:
             f"# {name}: the K-tier project's claims, {seeds} seeds, paired Student-t 95% intervals",
             markdown(findings(index)),
             cost_note(index),
+            *grids,
             "## Best K by cost-per-latency per cell (best / runner-up paired on the same seeds)",
-            markdown(best_table.drop(columns=["ci_low", "ci_high"])),
+            markdown(best_table.drop(columns=["ci_low", "ci_high"]).rename(columns=SHORT)),
         ]
     )
 
