@@ -56,7 +56,7 @@ def write_compact(source: Path, dest: Path) -> Path:
     atomic_write(dest / "index.parquet", lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd"))
     meta = {
         **meta,
-        "source": f"experiments/grids/{Path(meta['source']).name}",
+        "source": f"experiments/grids/{meta['name']}.yaml",  # the shipped grid of that name
         "tables": [],
         "compact": {
             "runs": len(frame),
