@@ -483,9 +483,10 @@ def plot_speedups_vs_k(
         ax.set_xlabel(axis_label(K))
     for ax in axes[:, 0]:
         ax.set_ylabel("speed-up over INFaaS++ (x)\nabove 1: Llumnix faster")
-    axes.flat[0].legend(fontsize=7)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
     fig.suptitle(title or "Paired speed-up over INFaaS++ against K (bands: Student-t 95% intervals over seeds)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) > 4), 1, 1))
     return fig
 
 
