@@ -78,16 +78,18 @@ def savings(index: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def distinct(frame: pd.DataFrame, values: list[str]) -> pd.DataFrame:
-    """One row per distinct configuration: K = 1 rows that agree on ``values`` (the same
-    single-tier run under another mix or mode) become one, their mix and mode ``ANY``."""
-    single = frame[K] == 1
-    collapsed = frame[single].drop_duplicates(
-        subset=[c for c in (SIZE, RATE) if c in frame.columns] + values
-    ).copy()
+    """One row per distinct configuration: rows of one K and load that agree exactly on
+    ``values`` are one run seen under several mixes or modes (runs that differ only in tier
+    labels share one simulation, ``sim.sweep.sharing``: K = 1 under every mix and mode, and
+    any two mixes that split K tiers alike); its mix or mode becomes ``ANY``."""
+    keys = [c for c in (K, SIZE, RATE) if c in frame.columns] + values
+    shared = frame.groupby(keys, dropna=False, sort=False)
+    kept = shared.head(1).copy()
     for column in (MIX, "scheduler"):
-        if column in collapsed.columns:
-            collapsed[column] = ANY
-    return pd.concat([collapsed, frame[~single]], ignore_index=True)
+        if column in frame.columns:
+            several = shared[column].transform("nunique") > 1
+            kept.loc[several.loc[kept.index].to_numpy(), column] = ANY
+    return kept.reset_index(drop=True)
 
 
 def speedup_table(index: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +118,7 @@ def best_k(index: pd.DataFrame, metric: str = COST_PER_LATENCY) -> pd.DataFrame:
             by_seed = by_seed.dropna(axis=1, how="all")
             if by_seed.shape[1] < 2:
                 continue
-            ranked = np.exp(np.log(by_seed).mean()).sort_values()
+            ranked = np.exp(np.log(by_seed).mean()).sort_values()  # geometric means over seeds
             best, runner_up = ranked.index[:2]
             both = by_seed[[best, runner_up]].dropna()
             ratio, low, high = (v[0] for v in ratio_interval((both[best] / both[runner_up]).to_numpy()))
@@ -126,6 +128,7 @@ def best_k(index: pd.DataFrame, metric: str = COST_PER_LATENCY) -> pd.DataFrame:
                     "scheduler": mode,
                     **dict(zip(cells, key if isinstance(key, tuple) else (key,))),
                     "best K": int(best),
+                    "best mean": float(ranked.iloc[0]),
                     "runner-up K": int(runner_up),
                     "seeds": len(both),
                     "best / runner-up": ratio,
@@ -163,7 +166,7 @@ def _against(point: pd.Series, low: pd.Series, high: pd.Series, band: tuple[floa
 
 def _best_k_row(mode: str, table: pd.DataFrame) -> dict:
     named = table[table["answer"] != "no K distinguishable"]
-    winners = distinct(named.assign(**{K: named["best K"]}), ["best K"]) if len(named) else named
+    winners = distinct(named.assign(**{K: named["best K"]}), ["best mean"]) if len(named) else named
     counts = winners["best K"].value_counts().sort_index() if len(winners) else pd.Series(dtype=int)
     text = (
         f"a best K separates from the runner-up in {len(named)} of {len(table)} cells"
@@ -290,7 +293,8 @@ def report(index: pd.DataFrame, name: str, seeds: int) -> str:
         for part in (f"## {measure}: INFaaS++ / Llumnix, paired (95% interval)", markdown(speedup_grid(table, measure)))
     ]
     best = best_k(index)
-    best_table = best.assign(**{"best / runner-up": best["best / runner-up"].map("{:.3f}".format),
+    best_table = best.assign(**{"best mean": best["best mean"].map("{:.4g}".format),
+                                "best / runner-up": best["best / runner-up"].map("{:.3f}".format),
                                 "95% interval": [f"{lo:.3f}–{hi:.3f}" for lo, hi in zip(best["ci_low"], best["ci_high"])]})
     return "\n\n".join(
         [
