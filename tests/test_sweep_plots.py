@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 from sim.metrics.plots import _heatmap  # noqa: E402
 from sim.sweep.plots import axis_label, migrations_over_time, plot_lines, plot_speedups_vs_k  # noqa: E402
@@ -73,3 +74,17 @@ def test_a_timeline_heatmap_has_a_row_per_instance_blank_where_it_was_not_runnin
     assert grid.shape == (2, 3)  # instances x samples
     assert grid[0].tolist() == [0.0, 0.5, 1.0] and grid.mask[1].tolist() == [False, False, True]
     plt.close(fig)
+
+
+def test_a_capacity_index_is_found_by_name_and_its_per_gpu_column_by_its_name(tmp_path):
+    from sim.sweep.plots import capacity_column, open_capacity
+
+    with pytest.raises(FileNotFoundError, match="no capacity results"):
+        open_capacity("k_capacity", tmp_path)
+    (tmp_path / "k_capacity").mkdir()
+    cells = pd.DataFrame({K: [1, 2], "scheduler": ["llumnix"] * 2, "rate_per_gpu": [0.5, 0.4],
+                          "rate_per_gpu.ci_low": [0.4, 0.3], "rate_per_gpu.ci_high": [0.6, 0.5], "rate": [2.0, 1.6]})
+    cells.to_parquet(tmp_path / "k_capacity" / "index.parquet")
+    assert capacity_column(open_capacity("k_capacity", tmp_path)) == "rate_per_gpu"
+    with pytest.raises(KeyError, match="one per-GPU capacity column"):
+        capacity_column(cells.drop(columns="rate_per_gpu"))

@@ -513,6 +513,18 @@ def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
+def open_capacity(name: str = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
+    """The per-cell index ``llumsim capacity --grid`` writes to ``<results>/<name>/`` (one row
+    per cell: coordinates, the mean capacity over seeds with its interval), ``_smoke`` under
+    $LLUMSIM_SMOKE."""
+    if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
+        name = f"{name}_smoke"
+    path = results_dir(results) / name / "index.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path.parent}: no capacity results; run llumsim capacity --grid experiments/grids/{name}.yaml")
+    return pd.read_parquet(path)
+
+
 def capacity_column(frame: pd.DataFrame) -> str:
     """The per-GPU capacity column of a capacity index (the one metric named ``*per_gpu*``)."""
     columns = [c for c in frame.columns if "per_gpu" in c and not c.endswith(("ci_low", "ci_high"))]
