@@ -9,7 +9,7 @@ difference) before averaging, which removes the between-seed noise both share.
 Intervals are Student-t intervals of the mean over seeds (``scipy.stats.t``): mean ± t(n−1)·s/√n.
 A sweep has 3–10 seeds, and with that few the t interval is the one whose coverage holds:
 a normal (z) interval, a percentile bootstrap or the min–max of the seeds all assume the
-sample's spread is the population's and come out too narrow (with n = 3, ~81%, ~70% and 75%
+sample's spread is the population's and come out too narrow (with n = 3, ~81%, ~74% and 75%
 coverage for a nominal 95%; ``tests/test_sweep_stats.py`` measures it). The percentile
 bootstrap (``scipy.stats.bootstrap``, fixed random state) is offered for rows with at least
 ``BOOTSTRAP_MIN_POINTS`` values, where it no longer under-covers and does not assume the mean is
