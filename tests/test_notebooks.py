@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from sim.sweep.plots import RESULTS_ENV, SMOKE_ENV
-from tests.sweep_support import REPO
+from tests.sweep_support import REPO, execute_notebook, images_and_errors
 
 NOTEBOOKS = REPO / "notebooks"
 READS = {
-    "k_sweep": ["k_sweep_smoke"],
+    "k_study": ["k_study_smoke"],
     "paper": ["paper_smoke"],
     "migration": ["paper_smoke"],
     "stress": ["stress_smoke"],
@@ -33,25 +31,8 @@ def test_notebook_is_stored_without_outputs(name):
 
 
 @pytest.mark.parametrize("name", sorted(READS))
-def test_notebook_executes_against_a_smoke_sweep(name, smoke_results, monkeypatch):
+def test_notebook_executes_against_a_smoke_sweep(name, smoke_results):
     for grid in READS[name]:
         smoke_results(grid)
-    monkeypatch.setenv(RESULTS_ENV, str(smoke_results.root))
-    monkeypatch.setenv(SMOKE_ENV, "1")
-    notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    client = NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}
-    )
-    client.execute()
-    images = sum(
-        "image/png" in output.get("data", {})
-        for cell in notebook.cells
-        for output in cell.get("outputs", [])
-    )
-    errors = [
-        output
-        for cell in notebook.cells
-        for output in cell.get("outputs", [])
-        if output.get("name") == "stderr"
-    ]
+    images, errors = images_and_errors(execute_notebook(name, smoke_results.root, smoke=True))
     assert images >= 1 and not errors, errors

@@ -1,29 +1,93 @@
-"""Bootstrap intervals cover what they claim to, the aggregate is one row per cell, and paired
-comparisons remove the noise two variants share through common random numbers."""
+"""Intervals cover what they claim to on known distributions (and the methods that do not,
+with few seeds, are shown not to), the aggregate is one row per cell, and paired comparisons
+remove the noise two variants share through common random numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
-from sim.sweep.stats import aggregate, bootstrap_ci, paired
+from sim.sweep.stats import (
+    BOOTSTRAP_MIN_POINTS,
+    aggregate,
+    bootstrap_ci,
+    mean_interval,
+    paired,
+    ratio_interval,
+    t_interval,
+)
+
+# 4,000 simulated samples estimate a coverage within ±0.007 (two standard errors of 0.95):
+# a right method lands inside the band, a method off by 2 points or more outside it
+REPLICATES = 4000
+BAND = (0.93, 0.97)
 
 
-def test_a_95_percent_interval_covers_a_known_mean_about_95_percent_of_the_time():
-    rng = np.random.default_rng(7)
-    samples = rng.exponential(scale=2.0, size=(400, 40))  # skewed, mean 2
-    low, high = bootstrap_ci(samples)
-    coverage = np.mean((low <= 2.0) & (2.0 <= high))
-    assert 0.89 <= coverage <= 0.99, coverage
-    assert np.all(low <= samples.mean(axis=1)) and np.all(samples.mean(axis=1) <= high)
+def coverage(low: np.ndarray, high: np.ndarray, truth: float) -> float:
+    return float(np.mean((low <= truth) & (truth <= high)))
+
+
+def in_band(value: float) -> bool:
+    return BAND[0] <= value <= BAND[1]
+
+
+def test_the_t_interval_covers_the_mean_of_ten_paired_differences_95_percent_of_the_time():
+    rng = np.random.default_rng(1)
+    differences = rng.normal(loc=0.3, scale=1.0, size=(REPLICATES, 10))
+    assert in_band(coverage(*t_interval(differences), 0.3))
+
+
+def test_a_log_normal_ratio_over_ten_seeds_is_covered_95_percent_of_the_time():
+    rng = np.random.default_rng(2)
+    ratios = rng.lognormal(mean=np.log(1.4), sigma=0.5, size=(REPLICATES, 10))  # geometric mean 1.4
+    centre, low, high = ratio_interval(ratios)
+    assert in_band(coverage(low, high, 1.4))
+    assert np.all((low <= centre) & (centre <= high))
+    # the inverse ratio's interval is the inverse of this one: a speed-up reads the same
+    inverse, inverse_low, inverse_high = ratio_interval(1 / ratios)
+    assert np.allclose(inverse, 1 / centre) and np.allclose(inverse_low, 1 / high)
+
+
+def test_with_three_seeds_the_min_max_the_z_interval_and_the_bootstrap_cover_too_little():
+    rng = np.random.default_rng(3)
+    three = rng.normal(size=(REPLICATES, 3))
+    mean, error = three.mean(axis=1), three.std(axis=1, ddof=1) / np.sqrt(3)
+    z = scipy_stats.norm.ppf(0.975)
+    wrong = {
+        "min-max": coverage(three.min(axis=1), three.max(axis=1), 0.0),  # 1 - 2/2^3 = 75%
+        "z": coverage(mean - z * error, mean + z * error, 0.0),  # ~81%
+        "bootstrap": coverage(*bootstrap_ci(three[:1000]), 0.0),  # ~75%
+    }
+    assert all(value < BAND[0] for value in wrong.values()), wrong
+    assert in_band(coverage(*t_interval(three), 0.0))
+    # asking for the bootstrap on three points gets the t interval instead
+    assert np.array_equal(mean_interval(three, "bootstrap")[0], t_interval(three)[0])
+
+
+def test_the_min_max_of_ten_seeds_covers_far_more_than_it_claims():
+    rng = np.random.default_rng(4)
+    ten = rng.normal(size=(REPLICATES, 10))
+    assert coverage(ten.min(axis=1), ten.max(axis=1), 0.0) > BAND[1]
+
+
+def test_the_bootstrap_covers_95_percent_once_it_has_enough_points():
+    rng = np.random.default_rng(5)
+    samples = rng.normal(loc=2.0, size=(2000, BOOTSTRAP_MIN_POINTS + 10))
+    low, high = mean_interval(samples, "bootstrap")
+    assert not np.array_equal(low, t_interval(samples)[0])  # the bootstrap, not t
+    assert in_band(coverage(low, high, 2.0))
 
 
 def test_degenerate_samples_get_the_obvious_interval():
-    low, high = bootstrap_ci(np.array([[3.0, 3.0, 3.0], [1.0, 2.0, 3.0]]))
-    assert (low[0], high[0]) == (3.0, 3.0) and low[1] < 2.0 < high[1]
-    low, high = bootstrap_ci(np.array([[1.0], [2.0]]))  # one seed: no interval
-    assert np.isnan(low).all() and np.isnan(high).all()
+    for interval in (t_interval, bootstrap_ci):
+        low, high = interval(np.array([[3.0, 3.0, 3.0], [1.0, 2.0, 3.0]]))
+        assert (low[0], high[0]) == (3.0, 3.0) and low[1] < 2.0 < high[1]
+        low, high = interval(np.array([[1.0], [2.0]]))  # one seed: no interval
+        assert np.isnan(low).all() and np.isnan(high).all()
+    with pytest.raises(ValueError, match="method"):
+        mean_interval(np.ones((1, 3)), "min-max")
 
 
 def index_frame(values_a, values_b, extra=None):

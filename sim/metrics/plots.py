@@ -50,24 +50,40 @@ def plot_latency_cdfs(requests: pd.DataFrame, path: Path, title: str) -> Path:
     return _save(fig, path, title)
 
 
+def _heatmap(ax, instances: pd.DataFrame, values: pd.Series, label: str, vmax: float | None = None):
+    """``values`` (one per ``instances`` row) as an instance x time heatmap: one row per
+    instance, blank where an instance was not running."""
+    grid = instances.assign(value=values).pivot_table(
+        index="instance", columns="time", values="value", aggfunc="last"
+    )
+    times = grid.columns.to_numpy(dtype=float)
+    step = np.diff(times).min() if len(times) > 1 else 1.0
+    edges = np.append(times, times[-1] + step)
+    rows = np.arange(len(grid.index) + 1) - 0.5
+    mesh = ax.pcolormesh(edges, rows, np.ma.masked_invalid(grid.to_numpy(dtype=float)),
+                         shading="flat", cmap="viridis", vmin=0, vmax=vmax)
+    ax.figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
+    ax.set_ylabel("instance")
+    if len(grid.index) <= 16:
+        ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index], fontsize=6)
+
+
 def plot_cluster_timeline(
     instances: pd.DataFrame, cluster: pd.DataFrame, capacity_blocks: int, path: Path, title: str
 ) -> Path:
-    """Per-instance KV usage, queue lengths, instance count and fragmentation over time."""
-    fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True)
-    for instance_id, group in instances.groupby("instance"):
-        axes[0].plot(group["time"], group["used_blocks"] / capacity_blocks, lw=0.7)
-        axes[1].plot(group["time"], group["queue_length"], lw=0.7)
-    axes[0].set_ylabel("KV used (fraction)")
-    axes[1].set_ylabel("queued requests")
+    """KV usage and queue length of every instance over time as heatmaps (one row per
+    instance: sixteen overlaid lines would hide which instance is which), then the instance
+    count and fragmentation."""
+    fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True, height_ratios=(2, 2, 1.2))
+    _heatmap(axes[0], instances, instances["used_blocks"] / capacity_blocks, "KV blocks used (share)", 1.0)
+    _heatmap(axes[1], instances, instances["queue_length"], "queued requests")
     axes[2].plot(cluster["time"], cluster["instances"], label="instances", color="black")
     twin = axes[2].twinx()
     twin.plot(cluster["time"], cluster["fragmented_fraction"], color="tab:red", lw=0.7)
-    twin.set_ylabel("fragmented memory", color="tab:red")
-    axes[2].set_ylabel("instances")
+    twin.set_ylabel("fragmented memory\n(share of all KV blocks)", color="tab:red")
+    axes[2].set_ylabel("instances running")
     axes[2].set_xlabel("simulated time (s)")
-    for ax in axes:
-        ax.grid(True, alpha=0.3)
+    axes[2].grid(True, alpha=0.3)
     return _save(fig, path, title)
 
 

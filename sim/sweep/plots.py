@@ -24,11 +24,72 @@ import pandas as pd
 
 from sim.files import atomic_write
 from sim.sweep.index import ok_rows
+from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
 RESULTS_ENV = "LLUMSIM_RESULTS"  # folder holding sweep results (default: <repo>/results)
 SMOKE_ENV = "LLUMSIM_SMOKE"  # set: open <name>_smoke instead of <name> (the notebooks' test)
 _TIER = re.compile(r"latency_by_tier\.(\d+)\.(.+)")
+_LATENCY = re.compile(r"(?:latency(?:_by_tier\.(\d+))?\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)")
+_LATENCY_WORDS = {
+    "prefill_latency": "prefill latency",
+    "decode_latency_per_token": "decode latency per output token",
+    "e2e_latency": "end-to-end latency",
+    "queueing_delay": "queueing delay",
+    "preemption_loss": "time lost to preemption",
+}
+_STAT_WORDS = {"mean": "mean", "p50": "P50", "p90": "P90", "p99": "P99"}
+# axis labels, in words with units, of the columns the notebooks draw
+LABELS = {
+    "workload.priority.tiers": "priority tiers K",
+    "workload.arrival.rate": "arrival rate (requests/s)",
+    "workload.arrival.cv": "burstiness (CV of inter-arrival times)",
+    "workload.num_requests": "requests per run",
+    "workload.priority.sampler": "tier mix",
+    "scheduler": "scheduler",
+    "tier": "priority tier (0 = most critical)",
+    "time": "simulated time (s)",
+    "instances": "instances running",
+    "migrations": "migrations started",
+    "cost.cost_per_latency": "cost-per-latency (GPU-hours x s per request)",
+    "cost.cost_per_request": "cost per request (GPU-hours)",
+    "cost.average_instances": "instances on average",
+    "cost.gpu_hours": "GPU-hours",
+    "requests.migrations": "migrations per run",
+    "migration.aborted": "aborted migrations per run",
+    "migration.churn.requests_migrated_3_or_more": "requests migrated 3+ times per run",
+    "migration.churn.reversals": "reversals (A to B to A) per run",
+    "migration.migrating_fraction.mean": "share of time migrating (mean over instances)",
+}
+
+
+def axis_label(column: str) -> str:
+    """An axis label in words with units for an index, aggregate or table column
+    (``latency_by_tier.0.prefill_latency.p99`` -> "P99 prefill latency (s), tier 0")."""
+    if column in LABELS:
+        return LABELS[column]
+    latency = _LATENCY.fullmatch(column)
+    if latency and latency.group(2) in _LATENCY_WORDS:
+        tier, metric, stat = latency.groups()
+        words = f"{_STAT_WORDS[stat]} {_LATENCY_WORDS[metric]} (s)"
+        return f"{words}, tier {tier}" if tier is not None else words
+    return column.replace(".", " ").replace("_", " ")
+
+
+def integer_ticks(ax, values: Sequence[Any]) -> None:
+    """Whole-number x ticks for a count axis (K, tiers): every value if a dozen or fewer."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
+    values = sorted({v for v in values if v == v})
+    if values and len(values) <= 12 and all(float(v).is_integer() for v in values):
+        ax.xaxis.set_major_locator(FixedLocator(values))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _is_count(frame: pd.DataFrame, column: str) -> bool:
+    return column in ("workload.priority.tiers", "tier") or pd.api.types.is_integer_dtype(frame[column])
 
 
 @dataclass
@@ -48,6 +109,11 @@ class Sweep:
     def table(self, name: str, where: Mapping[str, Any] | None = None) -> pd.DataFrame:
         """A kept per-run table of every run matching ``where``, concatenated, with the run's
         coordinates and seed as leading columns."""
+        if not (self.root / "runs").is_dir():
+            raise FileNotFoundError(
+                f"{self.root}: no run folders (a compact index keeps no per-run tables); "
+                f"run llumsim sweep {self.meta.get('source', 'its grid')} for table {name!r}"
+            )
         runs = select(self.index, where)
         store = RunStore(self.root / "runs")
         frames = []
@@ -69,7 +135,9 @@ def results_dir(results: str | Path | None = None) -> Path:
 
 
 def open_sweep(name: str, results: str | Path | None = None) -> Sweep:
-    """Read ``<results>/<name>/`` as written by ``llumsim sweep`` (``_smoke`` under $LLUMSIM_SMOKE)."""
+    """Read ``<results>/<name>/`` as written by ``llumsim sweep`` or committed by
+    ``sim.sweep.compact`` (no aggregate: it is computed from the index), ``_smoke`` under
+    $LLUMSIM_SMOKE."""
     if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
         name = f"{name}_smoke"
     root = results_dir(results) / name
@@ -77,11 +145,13 @@ def open_sweep(name: str, results: str | Path | None = None) -> Sweep:
         raise FileNotFoundError(
             f"{root}: no sweep results; run llumsim sweep experiments/grids/{name}.yaml"
         )
+    index = ok_rows(pd.read_parquet(root / "index.parquet"))  # runs with results
+    stored = root / "aggregate.parquet"
     return Sweep(
         root=root,
         meta=json.loads((root / "sweep.json").read_text()),
-        index=ok_rows(pd.read_parquet(root / "index.parquet")),  # runs with results
-        aggregate=pd.read_parquet(root / "aggregate.parquet"),
+        index=index,
+        aggregate=pd.read_parquet(stored) if stored.is_file() else aggregate(index),
     )
 
 
@@ -201,9 +271,11 @@ def plot_lines(
     logy: bool = False,
     title: str | None = None,
     ylabel: str | None = None,
+    xlabel: str | None = None,
 ) -> Figure:
     """``y`` against ``x``, one line per ``hue``, one panel per ``col``, with the 95%
-    interval (``y.ci_low``..``y.ci_high``) as error bars where the frame has it."""
+    interval (``y.ci_low``..``y.ci_high``) as error bars where the frame has it. Axes are
+    labelled in words (``label``) unless given; a count ``x`` (K, tier) gets whole ticks."""
     fig, panels = _panels(frame, col)
     # one colour per hue value across every panel, in order of first appearance
     colours = {value: f"C{i}" for i, value in enumerate(dict.fromkeys(frame[hue]))} if hue else {}
@@ -225,12 +297,14 @@ def plot_lines(
                 label=label,
                 color=colours.get(name),
             )
-        ax.set_xlabel(x)
-        ax.set_ylabel(ylabel or y)
+        ax.set_xlabel(xlabel or axis_label(x))
+        ax.set_ylabel(ylabel or axis_label(y))
+        if _is_count(part, x):
+            integer_ticks(ax, part[x])
         if logy:
             plain_log_axis(ax)
         if col is not None:
-            ax.set_title(f"{col} = {_label(key)}", fontsize=9)
+            ax.set_title(f"{axis_label(col)}: {_label(key)}", fontsize=9)
         _legend(ax, hue, fontsize=7)
         ax.grid(alpha=0.3)
     if title:
@@ -262,8 +336,8 @@ def plot_frontier(
                     xytext=(3, 3),
                     textcoords="offset points",
                 )
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(y))
     if logy:
         ax.set_yscale("log")
     _legend(ax, hue)
@@ -347,8 +421,8 @@ def plot_over_time(
             ax.step(group[time], group[y], where="post", label=label)
         else:
             ax.plot(group[time], group[y], label=label)
-    ax.set_xlabel(f"{time} (simulated s)")
-    ax.set_ylabel(y)
+    ax.set_xlabel(axis_label(time))
+    ax.set_ylabel(axis_label(y))
     _legend(ax, hue)
     if title:
         ax.set_title(title)
@@ -361,10 +435,59 @@ def migrations_over_time(
     migrations: pd.DataFrame, bin_seconds: float = 10.0, by: Sequence[str] = ("outcome",)
 ) -> pd.DataFrame:
     """Migrations started per ``bin_seconds`` window, counted by ``by`` (a long frame with
-    ``time`` = the window's start and ``migrations``)."""
+    ``time`` = the window's start and ``migrations``). Every window from 0 to the last
+    start is there for every ``by`` value, empty ones as 0, so a step plot of it shows the
+    lulls instead of drawing across them."""
+    by = list(by)
     started = migrations.assign(time=(migrations["start"] // bin_seconds) * bin_seconds)
-    counts = started.groupby([*by, "time"], sort=True).size().rename("migrations").reset_index()
-    return counts
+    counts = started.groupby([*by, "time"], sort=True).size()
+    last = started["time"].max() if len(started) else 0.0
+    windows = np.arange(0.0, last + bin_seconds / 2, bin_seconds)
+    keys = started[by].drop_duplicates().sort_values(by).itertuples(index=False, name=None)
+    full = pd.MultiIndex.from_tuples(
+        [(*key, window) for key in keys for window in windows], names=[*by, "time"]
+    )
+    return counts.reindex(full, fill_value=0).rename("migrations").reset_index()
+
+
+def plot_speedups_vs_k(
+    table: pd.DataFrame, measures: Sequence[str] | None = None, title: str | None = None
+) -> Figure:
+    """Paired speed-ups over the baseline against K (``sim.sweep.findings.speedup_table``):
+    one panel per load (rows) and mix (columns), one colour per mode, one line style per
+    measure, each with its 95% interval as a band; 1 (the baseline) dashed."""
+    from sim.sweep.findings import K, MIX, RATE
+
+    measures = list(measures or dict.fromkeys(table["measure"]))
+    table = table[table["measure"].isin(measures)]
+    rates, mixes = sorted(table[RATE].unique()), sorted(table[MIX].unique())
+    fig, axes = plt.subplots(
+        len(rates), len(mixes), figsize=(4.2 * len(mixes), 3.3 * len(rates)), squeeze=False, sharex=True
+    )
+    modes = list(dict.fromkeys(table["scheduler"]))
+    styles = dict(zip(measures, ("-", "--", ":", "-.")))
+    for (rate, mix), ax in zip([(r, m) for r in rates for m in mixes], axes.flat):
+        panel = table[(table[RATE] == rate) & (table[MIX] == mix)]
+        for i, mode in enumerate(modes):
+            for measure in measures:
+                line = panel[(panel["scheduler"] == mode) & (panel["measure"] == measure)].sort_values(K)
+                ax.plot(line[K], line["speedup"], styles[measure], color=f"C{i}", marker="o", ms=3,
+                        label=f"{mode}: {measure}")
+                ax.fill_between(line[K], line["ci_low"], line["ci_high"], color=f"C{i}", alpha=0.15, lw=0)
+        ax.axhline(1.0, color="black", lw=0.8, ls="--")
+        plain_log_axis(ax)
+        integer_ticks(ax, table[K])
+        ax.set_title(f"{mix} mix, {rate:g} requests/s", fontsize=9)
+        ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel(axis_label(K))
+    for ax in axes[:, 0]:
+        ax.set_ylabel("speed-up over INFaaS++ (x)\nabove 1: Llumnix faster")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle(title or "Paired speed-up over INFaaS++ against K (bands: Student-t 95% intervals over seeds)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) > 4), 1, 1))
+    return fig
 
 
 def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
@@ -382,10 +505,29 @@ def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
         col="part",
         logy=True,
         title="Serving (Fig. 11 set-ups): P99 prefill latency against the arrival rate",
-        ylabel="P99 prefill (s)",
     )
     try:
         atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=90, format="png"))
     finally:
         plt.close(fig)
     return path
+
+
+def open_capacity(name: str = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
+    """The per-cell index ``llumsim capacity --grid`` writes to ``<results>/<name>/`` (one row
+    per cell: coordinates, the mean capacity over seeds with its interval), ``_smoke`` under
+    $LLUMSIM_SMOKE."""
+    if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
+        name = f"{name}_smoke"
+    path = results_dir(results) / name / "index.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path.parent}: no capacity results; run llumsim capacity --grid experiments/grids/{name}.yaml")
+    return pd.read_parquet(path)
+
+
+def capacity_column(frame: pd.DataFrame) -> str:
+    """The per-GPU capacity column of a capacity index (the one metric named ``*per_gpu*``)."""
+    columns = [c for c in frame.columns if "per_gpu" in c and not c.endswith(("ci_low", "ci_high"))]
+    if len(columns) != 1:
+        raise KeyError(f"expected one per-GPU capacity column, found {columns or 'none'}")
+    return columns[0]

@@ -1,15 +1,24 @@
-"""Seeds as replicates: means over seeds with bootstrap confidence intervals, and paired
-comparisons between variants.
+"""Seeds as replicates: means over seeds with 95% intervals, and paired comparisons between
+variants.
 
 Every variant of a cell runs on the same seeds, and a seed fixes the request stream (lengths,
 arrivals, tiers: ``sim.workload``), so variant A at seed s and variant B at seed s serve the
-*same requests* — common random numbers. A comparison is then made per seed (a ratio or a
+*same requests* — common random numbers. A comparison is then made per seed (a log-ratio or a
 difference) before averaging, which removes the between-seed noise both share.
 
-Intervals are percentile bootstrap intervals of the mean over seeds
-(``scipy.stats.bootstrap``), with a fixed random state so an aggregate is reproducible.
-With one seed there is no interval (NaN); with few seeds it is wide and optimistic —
-read it as a hint, and add seeds before claiming a difference.
+Intervals are Student-t intervals of the mean over seeds (``scipy.stats.t``): mean ± t(n−1)·s/√n.
+A sweep has 3–10 seeds, and with that few the t interval is the one whose coverage holds:
+a normal (z) interval, a percentile bootstrap or the min–max of the seeds all assume the
+sample's spread is the population's and come out too narrow (with n = 3, ~81%, ~74% and 75%
+coverage for a nominal 95%; ``tests/test_sweep_stats.py`` measures it). The percentile
+bootstrap (``scipy.stats.bootstrap``, fixed random state) is offered for rows with at least
+``BOOTSTRAP_MIN_POINTS`` values, where it no longer under-covers and does not assume the mean is
+normally distributed; below that a row gets the t interval whatever was asked.
+
+Ratios are averaged on the log scale: ``paired(..., how="ratio")`` is the geometric mean of the
+per-seed ratios, exp(mean log(value / baseline)), with the t interval of the log-ratios mapped
+back. A log-ratio is symmetric (A/B is exactly the inverse of B/A, intervals included), and a
+latency ratio is closer to log-normal than to normal.
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ from scipy import stats as scipy_stats
 LEVEL = 0.95
 RESAMPLES = 2000
 RANDOM_STATE = 0
+# fewest values a percentile bootstrap is used on: below ~20 its intervals are too narrow (a
+# resample of n values holds on average 63% of them, so it sees less spread than there is)
+BOOTSTRAP_MIN_POINTS = 20
+METHODS = ("t", "bootstrap")
 _CHUNK = 500  # rows bootstrapped per vectorised call (memory: rows x resamples x seeds)
 
 # the index columns the aggregate summarises: latency mean/P50/P99 (overall and per tier),
@@ -59,6 +72,33 @@ def metric_columns(index: pd.DataFrame) -> list[str]:
     return [c for c in index.columns if any(p.fullmatch(c) for p in AGGREGATED)]
 
 
+def _degenerate(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NaN bounds for every row, the value itself for rows all equal; and which rows vary."""
+    rows, n = samples.shape
+    low = np.full(rows, np.nan)
+    high = np.full(rows, np.nan)
+    if n < 2 or rows == 0:
+        return low, high, np.zeros(rows, dtype=bool)
+    constant = np.all(samples == samples[:, :1], axis=1)
+    low[constant] = high[constant] = samples[constant, 0]
+    return low, high, ~constant
+
+
+def t_interval(samples: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Student-t interval of the mean of each row of ``samples`` (rows x n, finite):
+    mean ± t(level, n−1)·s/√n. Rows with fewer than two values get NaN, rows all equal the
+    value itself."""
+    samples = np.atleast_2d(np.asarray(samples, dtype=float))
+    low, high, varying = _degenerate(samples)
+    n = samples.shape[1]
+    if varying.any():
+        part = samples[varying]
+        mean = part.mean(axis=1)
+        half = scipy_stats.t.ppf(0.5 + level / 2, n - 1) * part.std(axis=1, ddof=1) / np.sqrt(n)
+        low[varying], high[varying] = mean - half, mean + half
+    return low, high
+
+
 def bootstrap_ci(
     samples: np.ndarray,
     level: float = LEVEL,
@@ -66,19 +106,14 @@ def bootstrap_ci(
     random_state: int = RANDOM_STATE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the mean of each row of ``samples`` (rows x n, finite).
+    Too narrow below ``BOOTSTRAP_MIN_POINTS`` values (``mean_interval`` does not use it there).
 
     Rows with fewer than two values, or all equal, get the degenerate answer directly
     (NaN, or the value itself), which the bootstrap cannot compute.
     """
     samples = np.atleast_2d(np.asarray(samples, dtype=float))
-    rows, n = samples.shape
-    low = np.full(rows, np.nan)
-    high = np.full(rows, np.nan)
-    if n < 2 or rows == 0:
-        return low, high
-    constant = np.all(samples == samples[:, :1], axis=1)
-    low[constant] = high[constant] = samples[constant, 0]
-    varying = np.flatnonzero(~constant)
+    low, high, varying = _degenerate(samples)
+    varying = np.flatnonzero(varying)
     rng = np.random.default_rng(random_state)
     for start in range(0, len(varying), _CHUNK):
         chunk = varying[start : start + _CHUNK]
@@ -97,13 +132,35 @@ def bootstrap_ci(
     return low, high
 
 
+def mean_interval(
+    samples: np.ndarray, method: str = "t", level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of each row's mean by ``method``: ``t`` (Student-t), or ``bootstrap``
+    (percentile bootstrap), which falls back to ``t`` for rows of fewer than
+    ``BOOTSTRAP_MIN_POINTS`` values, where it would be too narrow."""
+    if method not in METHODS:
+        raise ValueError(f"method: one of {', '.join(METHODS)}, got {method!r}")
+    samples = np.atleast_2d(np.asarray(samples, dtype=float))
+    if method == "bootstrap" and samples.shape[1] >= BOOTSTRAP_MIN_POINTS:
+        return bootstrap_ci(samples, level)
+    return t_interval(samples, level)
+
+
 def _summarise(
-    groups: list[tuple[tuple, pd.DataFrame]], metrics: Sequence[str]
+    groups: list[tuple[tuple, pd.DataFrame]],
+    metrics: Sequence[str],
+    method: str = "t",
+    log: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Mean and interval per (group, metric), bootstrapping rows of equal sample size together."""
+    """Mean and interval per (group, metric), intervals of rows of equal sample size computed
+    together. ``log``: average log(value) and map the mean and the interval back with exp
+    (the geometric mean; values must be positive)."""
     out = {}
     for metric in metrics:
         series = [frame[metric].to_numpy(dtype=float) for _, frame in groups]
+        if log:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                series = [np.log(np.where(values > 0, values, np.nan)) for values in series]
         finite = [values[np.isfinite(values)] for values in series]
         mean = np.array([values.mean() if values.size else np.nan for values in finite])
         low = np.full(len(groups), np.nan)
@@ -111,7 +168,9 @@ def _summarise(
         for size in {values.size for values in finite}:
             rows = [i for i, values in enumerate(finite) if values.size == size]
             if size >= 2:
-                low[rows], high[rows] = bootstrap_ci(np.stack([finite[i] for i in rows]))
+                low[rows], high[rows] = mean_interval(np.stack([finite[i] for i in rows]), method)
+        if log:
+            mean, low, high = np.exp(mean), np.exp(low), np.exp(high)
         out[metric], out[f"{metric}.ci_low"], out[f"{metric}.ci_high"] = mean, low, high
     return out
 
@@ -125,27 +184,47 @@ def _groups(frame: pd.DataFrame, by: list[str]) -> list[tuple[tuple, pd.DataFram
     ]
 
 
-def aggregate(index: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+def ratio_interval(
+    ratios: np.ndarray, method: str = "t", level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Geometric mean of each row of positive ``ratios`` (rows x n) and its interval: the
+    interval of the mean log-ratio, mapped back with exp."""
+    logs = np.log(np.atleast_2d(np.asarray(ratios, dtype=float)))
+    low, high = mean_interval(logs, method, level)
+    return np.exp(logs.mean(axis=1)), np.exp(low), np.exp(high)
+
+
+def aggregate(
+    index: pd.DataFrame, metrics: Sequence[str] | None = None, method: str = "t"
+) -> pd.DataFrame:
     """One row per cell: its coordinates, ``seeds`` (runs), and for each metric the mean over
-    seeds with its bootstrap interval (``<metric>``, ``<metric>.ci_low``, ``<metric>.ci_high``)."""
+    seeds with its interval (``<metric>``, ``<metric>.ci_low``, ``<metric>.ci_high``; Student-t
+    unless ``method="bootstrap"`` and a cell has enough seeds)."""
     columns = coordinate_columns(index)
     metrics = list(metrics) if metrics is not None else metric_columns(index)
     groups = _groups(index, columns)
     frame = pd.DataFrame([dict(zip(columns, key)) for key, _ in groups], columns=columns)
     frame["seeds"] = [len(part) for _, part in groups]
-    summary = _summarise(groups, metrics)
+    summary = _summarise(groups, metrics, method)
     return pd.concat([frame, pd.DataFrame(summary)], axis=1)
 
 
 def paired(
-    index: pd.DataFrame, metric: str, group: str, baseline: str, how: str = "ratio"
+    index: pd.DataFrame,
+    metric: str,
+    group: str,
+    baseline: str,
+    how: str = "ratio",
+    method: str = "t",
 ) -> pd.DataFrame:
     """Each variant of ``group`` against ``baseline`` on the same cell and seed (same
-    requests), then averaged over seeds with a bootstrap interval.
+    requests), then averaged over seeds with a Student-t interval (``method``: see
+    ``mean_interval``).
 
-    ``how="ratio"``: value / baseline (below 1 = lower than the baseline; a latency speed-up
-    is its inverse); ``how="difference"``: value − baseline. Returns one row per cell and
-    variant: coordinates, ``seeds``, ``<how>``, ``<how>.ci_low``, ``<how>.ci_high``.
+    ``how="ratio"``: value / baseline, averaged as log-ratios (the geometric mean; below 1 =
+    lower than the baseline; a latency speed-up is exactly its inverse); ``how="difference"``:
+    value − baseline, averaged as is. Returns one row per cell and variant: coordinates,
+    ``seeds``, ``<how>``, ``<how>.ci_low``, ``<how>.ci_high``.
     """
     if how not in ("ratio", "difference"):
         raise ValueError(f"how: 'ratio' or 'difference', got {how!r}")
@@ -166,4 +245,5 @@ def paired(
     groups = _groups(merged, order)
     frame = pd.DataFrame([dict(zip(order, k)) for k, _ in groups], columns=order)
     frame["seeds"] = [len(part) for _, part in groups]
-    return pd.concat([frame, pd.DataFrame(_summarise(groups, [how]))], axis=1)
+    summary = _summarise(groups, [how], method, log=how == "ratio")
+    return pd.concat([frame, pd.DataFrame(summary)], axis=1)

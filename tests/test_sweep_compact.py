@@ -1,0 +1,62 @@
+"""A compact copy of a sweep keeps what the findings and notebooks read, opens with
+open_sweep like the full sweep (the same aggregate), and refuses a sweep still running."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from sim.sweep.compact import main, write_compact
+from sim.sweep.plots import open_sweep
+
+COLUMNS = ["workload.priority.tiers", "scheduler"]
+
+
+def sweep_folder(root, complete=True):
+    """A finished two-cell, three-seed sweep as ``llumsim sweep`` writes it (plus a failed run)."""
+    rows = [
+        {"workload.priority.tiers": k, "scheduler": "llumnix", "seed": seed, "config_hash": f"h{k}{seed}",
+         "status": "ok", "latency.prefill_latency.p99": 1.0 + k + seed, "latency.prefill_latency.p90": 9.0,
+         "latency_by_tier.0.e2e_latency.mean": 20.0 + seed, "cost.cost_per_latency": 0.1 * k,
+         "throughput.tokens_per_second": 5.0}
+        for k in (1, 4) for seed in range(3)
+    ]
+    rows.append({"workload.priority.tiers": 4, "scheduler": "llumnix", "seed": 3, "config_hash": "h43",
+                 "status": "failed", "error": "watchdog: stalled"})
+    root.mkdir(parents=True)
+    full = pd.DataFrame(rows)
+    full.to_parquet(root / "index.parquet", index=False)
+    from sim.sweep.stats import aggregate
+    from sim.sweep.index import ok_rows
+    aggregate(ok_rows(full)).to_parquet(root / "aggregate.parquet", index=False)
+    meta = {"name": "k_study", "source": "/somewhere/experiments/grids/k_study.yaml", "description": "d",
+            "columns": COLUMNS, "seeds": [0, 1, 2, 3], "tables": ["migrations"], "runs": 8,
+            "runs_done": 7 if complete else 5, "complete": complete}
+    (root / "sweep.json").write_text(json.dumps(meta))
+    return root
+
+
+def test_the_compact_copy_opens_like_the_sweep_with_only_the_columns_read(tmp_path):
+    source = sweep_folder(tmp_path / "full" / "k_study")
+    write_compact(source, tmp_path / "committed" / "k_study")
+    full, compact = open_sweep("k_study", tmp_path / "full"), open_sweep("k_study", tmp_path / "committed")
+    assert list(compact.index.columns) == [*COLUMNS, "seed", "config_hash", "status",
+                                           "latency.prefill_latency.p99", "latency_by_tier.0.e2e_latency.mean",
+                                           "cost.cost_per_latency"]
+    assert len(compact.index) == 6 and (compact.index["status"] == "ok").all()  # the failed run stays behind
+    kept = [c for c in compact.aggregate.columns if c in full.aggregate.columns]
+    pd.testing.assert_frame_equal(compact.aggregate[kept], full.aggregate[kept])
+    meta = compact.meta
+    assert meta["source"] == "experiments/grids/k_study.yaml" and meta["tables"] == []
+    assert meta["compact"] == {"runs": 6, "failed": 1, "metrics": 3}
+    with pytest.raises(FileNotFoundError, match="keeps no per-run tables"):
+        compact.table("migrations")
+
+
+def test_a_sweep_still_running_is_not_copied(tmp_path, capsys):
+    source = sweep_folder(tmp_path / "k_study", complete=False)
+    assert main([str(source), str(tmp_path / "out")]) == 2
+    assert "not complete (5/8 runs)" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
