@@ -108,21 +108,47 @@ class Sweep:
 
     def table(self, name: str, where: Mapping[str, Any] | None = None) -> pd.DataFrame:
         """A kept per-run table of every run matching ``where``, concatenated, with the run's
-        coordinates and seed as leading columns."""
-        if not (self.root / "runs").is_dir():
-            raise FileNotFoundError(
-                f"{self.root}: no run folders (a compact index keeps no per-run tables); "
-                f"run llumsim sweep {self.meta.get('source', 'its grid')} for table {name!r}"
-            )
+        coordinates and seed as leading columns: from the run folders of a full sweep, or
+        from the tables a compact copy kept (an error names the runs it did not keep)."""
         runs = select(self.index, where)
-        store = RunStore(self.root / "runs")
+        if (self.root / "runs").is_dir():
+            store = RunStore(self.root / "runs")
+            rows = {key: store.table(key, name) for key in runs["config_hash"]}
+        else:
+            rows = self._kept_table(name, runs)
         frames = []
         for _, run in runs.iterrows():
-            frame = store.table(run["config_hash"], name)
+            frame = rows[run["config_hash"]]
             for column in reversed([*self.columns, "seed"]):
                 frame.insert(0, column, run[column])
             frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def _kept_table(self, name: str, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """Per run key, its rows of table ``name`` in a compact copy (``sim.sweep.compact``)."""
+        from sim.sweep.compact import RUN_KEY, TABLES, kept_runs
+
+        rebuild = f"run llumsim sweep {self.meta.get('source', 'its grid')} for them"
+        path = self.root / TABLES / f"{name}.parquet"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path}: no run folders and table {name!r} not kept by this compact copy "
+                f"(kept: {self.meta.get('tables') or 'none'}); {rebuild}"
+            )
+        subset = self.meta["compact"]["tables"]["where"]
+        missing = sorted(set(runs["config_hash"]) - set(kept_runs(self.index, subset)["config_hash"]))
+        if missing:
+            raise FileNotFoundError(
+                f"{path}: keeps the runs where {subset} only; {len(missing)} selected run(s) "
+                f"are not among them (e.g. {missing[0]}); {rebuild}"
+            )
+        table = pd.read_parquet(path)
+        groups = dict(iter(table.groupby(RUN_KEY, sort=False)))
+        empty = table.iloc[:0].drop(columns=RUN_KEY)
+        return {
+            key: groups[key].drop(columns=RUN_KEY).reset_index(drop=True) if key in groups else empty.copy()
+            for key in runs["config_hash"]
+        }
 
 
 def results_dir(results: str | Path | None = None) -> Path:
