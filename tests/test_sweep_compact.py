@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from sim.sweep.compact import main, write_compact
+from sim.sweep.folder import prepare_results_folder
 from sim.sweep.plots import open_sweep
 
 COLUMNS = ["workload.priority.tiers", "scheduler"]
@@ -98,6 +99,7 @@ def test_the_copy_can_replace_the_sweeps_own_index_once(tmp_path, capsys):
     assert list(kept.columns) == ["config_hash", "request", "downtime"] and len(kept) == 4
     assert main([str(source), str(source)]) == 2  # a second pass would compact the compact copy
     assert "already a compact copy" in capsys.readouterr().err
+    assert prepare_results_folder(source) == source.resolve()  # the next sweep may rebuild it there
 
 
 def test_a_sweep_still_running_is_not_copied(tmp_path, capsys):
