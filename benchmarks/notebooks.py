@@ -24,7 +24,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         results = Path(folder)
         studies = shipped_results(results)
-        sizes = {s: sum(f.stat().st_size for f in (results / s).iterdir()) for s in studies}
+        sizes = {s: sum(f.stat().st_size for f in (results / s).rglob("*") if f.is_file()) for s in studies}
         print("committed studies:", ", ".join(f"{s} ({sizes[s] / 1e6:.2f} MB)" for s in studies) or "none")
         for name, study in OPENS.items():
             if study not in studies:

@@ -1,15 +1,16 @@
 """The studies committed under results/ open in a fresh clone — only the files a clone
-holds, copied into an empty folder — and the notebook that reads each executes against it."""
+holds, copied into an empty folder — with the per-run tables they kept, and every notebook
+executes against them."""
 
 from __future__ import annotations
 
 import pytest
 
 from sim.sweep.plots import open_sweep
-from tests.sweep_support import execute_notebook, images_and_errors, shipped_results
+from tests.sweep_support import REPO, execute_notebook, images_and_errors, shipped_results
 
 # the full studies committed as compact indexes, and the notebooks that open them
-COMMITTED = {"k_study": ["k_study"]}
+COMMITTED = {"k_study": ["k_study"], "paper": ["paper", "migration"], "stress": ["stress"]}
 MAX_BYTES = 5_000_000  # "a few MB at most": what a clone carries per study
 
 
@@ -17,6 +18,11 @@ MAX_BYTES = 5_000_000  # "a few MB at most": what a clone carries per study
 def clone(tmp_path_factory):
     results = tmp_path_factory.mktemp("clone_results")
     return results, shipped_results(results)
+
+
+def test_every_notebook_opens_a_committed_study():
+    notebooks = {path.stem for path in (REPO / "notebooks").glob("*.ipynb")}
+    assert notebooks == {name for names in COMMITTED.values() for name in names}
 
 
 def test_every_committed_study_opens_in_a_fresh_clone_with_all_its_seeds(clone):
@@ -27,8 +33,20 @@ def test_every_committed_study_opens_in_a_fresh_clone_with_all_its_seeds(clone):
         assert sweep.meta["complete"] and len(sweep.index) == sweep.meta["compact"]["runs"]
         assert sorted(sweep.index["seed"].unique()) == sweep.meta["seeds"]
         assert len(sweep.aggregate) == len(sweep.index.groupby(sweep.columns, dropna=False))
-        assert sum(f.stat().st_size for f in (results / study).iterdir()) < MAX_BYTES
+        assert sum(f.stat().st_size for f in (results / study).rglob("*") if f.is_file()) < MAX_BYTES
     assert len(open_sweep("k_study", results).meta["seeds"]) >= 10
+    assert len(open_sweep("paper", results).meta["seeds"]) >= 5
+
+
+@pytest.mark.parametrize("study, table", [("paper", "migrations"), ("stress", "cluster")])
+def test_the_kept_tables_hold_every_kept_run_and_refuse_the_others(study, table, clone):
+    results, _ = clone
+    sweep = open_sweep(study, results)
+    where = sweep.meta["compact"]["tables"]["where"]
+    rows = sweep.table(table, where)
+    assert rows.groupby([*sweep.columns, "seed"], dropna=False).ngroups == sweep.meta["compact"]["tables"]["runs"] > 0
+    with pytest.raises(FileNotFoundError, match="selected run"):
+        sweep.table(table, {"seed": max(sweep.meta["seeds"])})
 
 
 @pytest.mark.parametrize("name", sorted({n for names in COMMITTED.values() for n in names}))
