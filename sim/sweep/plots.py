@@ -118,7 +118,7 @@ class Sweep:
             rows = self._kept_table(name, runs)
         frames = []
         for _, run in runs.iterrows():
-            frame = rows[run["config_hash"]]
+            frame = rows[run["config_hash"]].copy()  # two runs of one config get a frame each
             for column in reversed([*self.columns, "seed"]):
                 frame.insert(0, column, run[column])
             frames.append(frame)
@@ -146,7 +146,7 @@ class Sweep:
         groups = dict(iter(table.groupby(RUN_KEY, sort=False)))
         empty = table.iloc[:0].drop(columns=RUN_KEY)
         return {
-            key: groups[key].drop(columns=RUN_KEY).reset_index(drop=True) if key in groups else empty.copy()
+            key: groups[key].drop(columns=RUN_KEY).reset_index(drop=True) if key in groups else empty
             for key in runs["config_hash"]
         }
 
