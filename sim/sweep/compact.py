@@ -6,7 +6,8 @@ rows of every kept run, each with its run key, and only the columns named if any
 index on opening; ``Sweep.table`` reads the kept tables, and names what was not kept).
 
     python -m sim.sweep.compact /path/to/results/k_study results/k_study
-    python -m sim.sweep.compact results/paper results/paper --metrics 'migration\\..+' \\
+    python -m sim.sweep.compact results/paper results/paper \\
+        --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' \\
         --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0
 
 The source may be the destination (``llumsim paper`` keeps its sweep in ``results/paper``):
