@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         args.recompute_stale,
         not args.quiet,
     )
+    slos = result.slos
     header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
         f" {slo.text:>32}" for slo in slos
     )
