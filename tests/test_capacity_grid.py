@@ -4,7 +4,8 @@ Known answers from fake runs whose attainment is a known function of the rate (t
 bound is K bounds; a bound no rate meets answers ``none``; the paired ratio to the baseline
 cancels what the seeds share); the smoke grid on the real simulator (K = 1 cells of
 different mixes are one simulation and give one answer; every answer agrees with its
-points; a resumed grid computes nothing and writes the same bytes); bad keys exit 2.
+points; a resumed grid computes nothing and writes the same bytes); bad keys exit 2. And
+the same question with auto-scaling on: the k_autoscale smoke grid scales.
 """
 
 from __future__ import annotations
@@ -206,3 +207,17 @@ def test_flags_a_capacity_grid_sets_itself_exit_2(argv, expected, capsys):
 def test_a_capacity_grid_given_to_sweep_says_how_to_run_it(tmp_path, capsys):
     err = exits_2_with_one_line(["sweep", str(SMOKE), "--out", str(tmp_path / "out")], capsys)
     assert "capacity: a capacity grid; run it with llumsim capacity --grid" in err
+
+
+# ------------------------------------------------------------------ with auto-scaling
+def test_the_autoscale_smoke_grid_scales_and_judges_attainment_per_gpu_hour(tmp_path):
+    from sim.sweep import load_grid, run_sweep
+
+    run_sweep(load_grid(GRIDS / "k_autoscale_smoke.yaml"), tmp_path, jobs=1)
+    index = pd.read_csv(tmp_path / "index.csv")
+    assert len(index) == 2 and (index["status"] == "ok").all()
+    # the bursts make every scheme scale out, so its GPU-hours are its own
+    assert (index["scaling.actions.scale_out"] > 0).all()
+    assert (index["cost.average_instances"] != 2).all()
+    per_gpu_hour = index["slo.overall.attainment"] / index["cost.gpu_hours"]
+    assert list(index["slo.overall.attainment_per_gpu_hour"]) == pytest.approx(list(per_gpu_hour))
