@@ -221,3 +221,16 @@ def test_the_autoscale_smoke_grid_scales_and_judges_attainment_per_gpu_hour(tmp_
     assert (index["cost.average_instances"] != 2).all()
     per_gpu_hour = index["slo.overall.attainment"] / index["cost.gpu_hours"]
     assert list(index["slo.overall.attainment_per_gpu_hour"]) == pytest.approx(list(per_gpu_hour))
+
+
+def test_the_report_counts_k1_once_and_pairs_the_best_with_the_runner_up(smoke):
+    from sim.sweep.capacity_report import report
+
+    out, _, index = smoke
+    text = report(out)
+    # K = 1 and K = 3 x two mixes: three distinct configurations per scheme, not four
+    row = next(line for line in text.splitlines() if line.startswith("| llumnix | "))
+    configurations, above, below, across, missing = (int(f) for f in row.split("|")[2:7])
+    assert configurations == 3 == above + below + across + missing
+    assert "in 3 distinct (K, mix) configurations" in text
+    assert "**uniform**" in text and "**enterprise**" in text

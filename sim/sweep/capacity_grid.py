@@ -400,6 +400,13 @@ def _versus(runs, columns, coords, baseline, mine, rated) -> dict[str, float]:
     ok = rated and len(both) and both["answer.baseline"].isin(["bracketed", "unbounded"]).all()
     if not ok:
         return {"vs_baseline": math.nan, "vs_baseline.ci_low": math.nan, "vs_baseline.ci_high": math.nan}
-    logs = np.log(both["rate_per_gpu"].to_numpy() / both["rate_per_gpu.baseline"].to_numpy())
+    ratio, low, high = paired_ratio(both["rate_per_gpu"], both["rate_per_gpu.baseline"])
+    return {"vs_baseline": ratio, "vs_baseline.ci_low": low, "vs_baseline.ci_high": high}
+
+
+def paired_ratio(values: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, float]:
+    """The geometric mean of ``values / baseline`` (aligned by seed) and its interval: a
+    Student-t interval on the logarithms of the ratios, mapped back."""
+    logs = np.log(np.asarray(values, dtype=float) / np.asarray(baseline, dtype=float))
     mean, low, high = mean_interval(logs)
-    return {"vs_baseline": math.exp(mean), "vs_baseline.ci_low": math.exp(low), "vs_baseline.ci_high": math.exp(high)}
+    return math.exp(mean), math.exp(low), math.exp(high)
