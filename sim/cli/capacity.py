@@ -2,7 +2,9 @@
 
 Exit status: 0, a capacity inside a bracket; 1, no rate meets the SLOs (the lowest rate
 tried misses them); 4, every rate tried meets them (the capacity is at least the highest
-tried); 2, bad input; 3, a run the watchdog stopped.
+tried); 2, bad input; 3, a run the watchdog stopped. With ``--grid`` (a search per cell and
+seed, ``sim.sweep.capacity_grid``): 0 once every search has its answer, whatever it is; 1 if
+a run failed (its search says so in searches.csv); 2, bad input.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ EXIT_EVERY_RATE_MEETS = 4
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "config", help="YAML run config; its arrival rate is where the search starts"
+        "config", nargs="?", help="YAML run config; its arrival rate is where the search starts"
+    )
+    parser.add_argument(
+        "--grid",
+        type=Path,
+        help="a capacity grid instead of a config (experiments/grids/k_capacity.yaml): one search "
+        "per cell and seed, its SLOs, tolerance and bracket in its capacity section",
     )
     parser.add_argument(
         "--slo",
@@ -30,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "an attainment of the config's slo targets, e.g. tier0.attainment>=0.99 (also "
         "ttft_attainment, tpot_attainment; repeatable; all must hold, on the mean over seeds)",
     )
-    parser.add_argument("--seeds", type=int, default=1, help="runs per rate (default 1)")
+    parser.add_argument("--seeds", type=int, help="runs per rate (default 1)")
     parser.add_argument("--low", type=float, help="a rate known to meet the SLOs (req/s)")
     parser.add_argument("--high", type=float, help="a rate known to miss them (req/s)")
     parser.add_argument(
-        "--tolerance", type=float, default=0.02, help="stop when (high - low) / low is below this"
+        "--tolerance", type=float, help="stop when (high - low) / low is below this (default 0.02)"
     )
     add_set_argument(
         parser,
@@ -47,11 +55,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_quiet_argument(parser)
 
 
+# what a capacity grid sets in its capacity section (and seeds at its top level)
+GRID_SETS = {"slo": "--slo", "seeds": "--seeds", "low": "--low", "high": "--high", "tolerance": "--tolerance"}
+
+
 def run(args: argparse.Namespace) -> int:
-    from sim.config import load_config
+    from sim.config import ConfigError, load_config
     from sim.metrics.cost import gpus_per_instance
     from sim.sweep.capacity import parse_slo, search_capacity
 
+    if (args.config is None) == (args.grid is None):
+        raise ConfigError("capacity: give a run config or --grid GRID (one of them)")
+    if args.grid is not None:
+        for attribute, flag in GRID_SETS.items():
+            if getattr(args, attribute) not in (None, []):
+                raise ConfigError(
+                    f"{flag}: a capacity grid sets it itself ({args.grid}: its capacity section, "
+                    "or seeds); edit the grid or use --set for its base config"
+                )
+        return run_grid(args)
     config = load_config(args.config, args.overrides)
     slos = [parse_slo(text) for text in args.slo]
     out_dir = args.out or Path("results") / "capacity" / config.name
@@ -59,16 +81,17 @@ def run(args: argparse.Namespace) -> int:
         config,
         slos,
         out_dir,
-        args.seeds,
+        args.seeds if args.seeds is not None else 1,
         args.low,
         args.high,
-        args.tolerance,
+        args.tolerance if args.tolerance is not None else 0.02,
         args.jobs,
         args.backend,
         args.address,
         args.recompute_stale,
         not args.quiet,
     )
+    slos = result.slos
     header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
         f" {slo.text:>32}" for slo in slos
     )
@@ -98,3 +121,30 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"wrote capacity.json and runs/ to {out_dir}/")
     return 0 if result.answer == "bracketed" else EXIT_EVERY_RATE_MEETS
+
+
+def run_grid(args: argparse.Namespace) -> int:
+    """``--grid``: every cell's searches, one line per cell, the summary line."""
+    from sim.sweep.capacity_grid import load_capacity_grid, run_capacity_grid
+
+    spec = load_capacity_grid(args.grid, args.overrides)
+    out_dir = args.out or Path("results") / spec.grid.name
+    outcome, index = run_capacity_grid(
+        spec, out_dir, args.jobs, args.backend, args.address, args.recompute_stale, not args.quiet
+    )
+    print(f"{'cell':<60} {'answers':<16} {'req/s per GPU [95% t]':>28} {'vs baseline [95% t]':>24}")
+    for row, cell in zip(index.to_dict("records"), spec.grid.cells):
+        print(f"{cell.label:<60} {row['answers']:<16} {_interval(row, 'rate_per_gpu', 3):>28}"
+              f" {_interval(row, 'vs_baseline', 2) if 'vs_baseline' in row else '':>24}")
+    print(outcome.line())
+    return 1 if outcome.failed else 0
+
+
+def _interval(row: dict, column: str, digits: int) -> str:
+    """``0.312 [0.298, 0.327]``; ``-`` without a value (a seed found none, or failed)."""
+    value, low, high = row[column], row[f"{column}.ci_low"], row[f"{column}.ci_high"]
+    if value != value:
+        return "-"
+    if low != low:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"

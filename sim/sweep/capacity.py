@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Generator, Optional, Sequence
 
 from sim.config import ArrivalConfig, ConfigError, SimulationConfig, from_dict, to_dict
 from sim.config.limits import MAX_SEEDS
@@ -39,10 +39,10 @@ from sim.sweep.grid import normalize, run_key
 from sim.sweep.progress import Progress
 from sim.sweep.store import RunStore
 
-_SLO = re.compile(r"(?:tier(\d+)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
+_SLO = re.compile(r"(?:tier(\d+|\*)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
 # the share of requests meeting the config's SLO targets (summary "slo" section)
 ATTAINMENT_METRICS = ("attainment", "ttft_attainment", "tpot_attainment")
-_ATTAINMENT = re.compile(rf"(?:tier(\d+)\.)?({'|'.join(ATTAINMENT_METRICS)})\s*>=\s*(\S+)")
+_ATTAINMENT = re.compile(rf"(?:tier(\d+|\*)\.)?({'|'.join(ATTAINMENT_METRICS)})\s*>=\s*(\S+)")
 MAX_STEPS = 40  # bisection steps (from a bracket a factor 2 wide: 2^-40)
 BRACKET_STEPS = 12  # doublings or halvings looking for a bracket (x4096 either way)
 RATES = ArrivalConfig.RANGES["rate"]  # the rates a config accepts: the search stays within
@@ -52,12 +52,14 @@ SEED_LIMIT = SimulationConfig.RANGES["seed"].high
 @dataclass(frozen=True)
 class Slo:
     """A bound a run must hold: a latency ``[tierN.]metric.stat <= seconds``, or an
-    attainment ``[tierN.]attainment >= share`` (``stat`` empty; no tier: over all requests)."""
+    attainment ``[tierN.]attainment >= share`` (``stat`` empty; no tier: over all requests).
+    ``tier*.`` is the same bound on every tier of the config: ``for_tiers`` expands it."""
 
     tier: int | None
     metric: str
     stat: str
     limit: float
+    every_tier: bool = False
 
     @property
     def is_attainment(self) -> bool:
@@ -65,7 +67,7 @@ class Slo:
 
     @property
     def name(self) -> str:
-        scope = f"tier{self.tier}." if self.tier is not None else ""
+        scope = "tier*." if self.every_tier else f"tier{self.tier}." if self.tier is not None else ""
         return scope + (self.metric if self.is_attainment else f"{self.metric}.{self.stat}")
 
     @property
@@ -78,6 +80,7 @@ class Slo:
 
     def value(self, summary: dict[str, Any]) -> float:
         """This SLO's latency or attainment in a run summary (NaN when the tier has none)."""
+        assert not self.every_tier, f"{self.name}: expand it per tier first (for_tiers)"
         if self.is_attainment:
             slo = summary.get("slo") or {}
             section = slo.get("overall") if self.tier is None else slo.get("by_tier", {}).get(str(self.tier))
@@ -101,12 +104,12 @@ def parse_slo(text: str) -> Slo:
         bound = _number(text, share, "a share")
         if not 0 < bound <= 1:
             raise ConfigError(f"--slo {text!r}: an attainment bound must be a share in (0, 1]")
-        return Slo(None if tier is None else int(tier), metric, "", bound)
+        return _scoped(tier, metric, "", bound)
     match = _SLO.fullmatch(text.strip())
     if match is None:
         raise ConfigError(
             f"--slo {text!r}: expected [tierN.]METRIC.STAT<=SECONDS, e.g. tier0.prefill_latency.p99<=0.5, "
-            "or [tierN.]attainment>=SHARE, e.g. tier0.attainment>=0.99"
+            "or [tierN.]attainment>=SHARE, e.g. tier0.attainment>=0.99 (tier*.: every tier)"
         )
     tier, metric, stat, limit = match.groups()
     if metric not in LATENCY_METRICS:
@@ -116,7 +119,25 @@ def parse_slo(text: str) -> Slo:
     bound = _number(text, limit, "a number of seconds")
     if not (math.isfinite(bound) and bound > 0):
         raise ConfigError(f"--slo {text!r}: the bound must be a finite number of seconds > 0")
+    return _scoped(tier, metric, stat, bound)
+
+
+def _scoped(tier: str | None, metric: str, stat: str, bound: float) -> Slo:
+    if tier == "*":
+        return Slo(None, metric, stat, bound, every_tier=True)
     return Slo(None if tier is None else int(tier), metric, stat, bound)
+
+
+def for_tiers(slos: Sequence[Slo], tiers: int) -> list[Slo]:
+    """``slos`` with each ``tier*.`` bound replaced by the same bound on tiers 0..tiers-1
+    (a grid's cells differ in K, and "every tier meets its SLO" means K bounds)."""
+    expanded = []
+    for slo in slos:
+        if slo.every_tier:
+            expanded += [dataclasses.replace(slo, tier=t, every_tier=False) for t in range(tiers)]
+        else:
+            expanded.append(slo)
+    return expanded
 
 
 def _number(text: str, value: str, what: str) -> float:
@@ -135,6 +156,7 @@ class Point:
     meets: bool
     average_gpus: float
     cost_per_request: float
+    cost_per_latency: float  # the K-tier project's metric (sim.metrics.cost), for comparison
 
 
 @dataclass
@@ -144,6 +166,7 @@ class Capacity:
     rate: float | None
     bracket: tuple[float, float]  # (highest meeting or 0, lowest failing or inf)
     points: list[Point] = field(default_factory=list)
+    slos: list[Slo] = field(default_factory=list)  # as judged (``tier*.`` expanded)
 
     @property
     def best(self) -> Point | None:
@@ -158,7 +181,8 @@ class Capacity:
         return "bracketed" if math.isfinite(self.bracket[1]) else "unbounded"
 
 
-def _with(config: SimulationConfig, rate: float, seed: int) -> SimulationConfig:
+def at_rate(config: SimulationConfig, rate: float, seed: int) -> SimulationConfig:
+    """``config`` at arrival ``rate`` and ``seed``, normalized as the store keys it."""
     data = to_dict(config)
     data["workload"]["arrival"]["rate"] = rate
     data["seed"] = seed
@@ -183,7 +207,7 @@ class _Evaluator:
         rate = _round(rate)
         if rate in self.points:
             return self.points[rate]
-        configs = [_with(self.config, rate, seed) for seed in self.seeds]
+        configs = [at_rate(self.config, rate, seed) for seed in self.seeds]
         keys = [run_key(c) for c in configs]
         tasks = [
             Task(k, c, ())
@@ -199,16 +223,25 @@ class _Evaluator:
                 where = f"rate {rate:g} seed {config.seed}: {result.reason}"
                 raise SimulationStalled(where) if result.kind == "stalled" else ConfigError(where)
             self.store.write(key, config, result)
-        summaries = [self.store.summary(k) for k in keys]
-        values = {
-            slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in self.slos
-        }
-        meets = all(slo.holds(values[slo.name]) for slo in self.slos)  # NaN fails
-        gpus = [s["cost"]["average_instances"] * s["cost"]["gpus_per_instance"] for s in summaries]
-        cost = [s["cost"]["cost_per_request"] for s in summaries]
-        point = Point(rate, values, meets, sum(gpus) / len(gpus), _mean(cost))
+        point = judge(rate, self.slos, [self.store.summary(k) for k in keys])
         self.points[rate] = point
         return point
+
+
+def judge(rate: float, slos: Sequence[Slo], summaries: Sequence[dict[str, Any]]) -> Point:
+    """The point at ``rate`` from its runs' summaries (one per seed): each SLO's value as
+    the mean over them, whether every SLO holds on it, GPUs and cost (means)."""
+    values = {slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in slos}
+    meets = all(slo.holds(values[slo.name]) for slo in slos)  # NaN fails
+    gpus = [s["cost"]["average_instances"] * s["cost"]["gpus_per_instance"] for s in summaries]
+    return Point(
+        rate,
+        values,
+        meets,
+        sum(gpus) / len(gpus),
+        _mean([s["cost"]["cost_per_request"] for s in summaries]),
+        _mean([s["cost"]["cost_per_latency"] for s in summaries]),
+    )
 
 
 def _mean(values: Sequence[float | None]) -> float:
@@ -234,6 +267,7 @@ def search_capacity(
     every point's runs come from the store unless missing (or, with ``recompute_stale``,
     made by other code). ``progress`` shows the runs on stderr (``sim.sweep.progress``;
     once bracketed, the ETA counts the bisection steps left)."""
+    slos = for_tiers(slos, config.workload.priority.tiers)
     check_search(config, slos, seeds, low, high, tolerance)
     check_cell(config)
     out_dir = prepare_results_folder(out_dir)
@@ -245,24 +279,48 @@ def search_capacity(
         recompute_stale, shown,
     )
     try:
-        lo, hi = _bisect(evaluate, *_bracket(evaluate, low, high, config.workload.arrival.rate), tolerance)
+        lo, hi = _drive(rate_search(low, high, config.workload.arrival.rate, tolerance), evaluate)
     finally:
         shown.close()
     points = sorted(evaluate.points.values(), key=lambda p: p.rate)
-    result = Capacity(lo, (lo or 0.0, hi if hi is not None else math.inf), points)
+    result = Capacity(lo, (lo or 0.0, hi if hi is not None else math.inf), points, slos)
     _write(result, slos, Path(out_dir))
     return result
 
 
-def _bisect(evaluate, lo, hi, tolerance) -> tuple[float | None, float | None]:
+# A search is a conversation: it yields (rate, bisection steps left after it) and is sent
+# whether that rate meets the SLOs; it returns (highest rate meeting, lowest failing), None
+# where not found. ``search_capacity`` answers one search as it asks; ``capacity_grid``
+# answers many in step, so runs that are one simulation are made once (sim.sweep.sharing).
+RateSearch = Generator[tuple[float, int], bool, tuple[Optional[float], Optional[float]]]
+
+
+def rate_search(low: float | None, high: float | None, start: float, tolerance: float) -> RateSearch:
+    """Bracket from ``low``/``high`` or by doubling or halving from ``start``, then bisect."""
+    lo, hi = yield from _bracket(low, high, start)
+    return (yield from _bisect(lo, hi, tolerance))
+
+
+def _drive(search: RateSearch, evaluate: Callable[[float], Point]) -> tuple[float | None, float | None]:
+    """Run ``search`` to its end, answering each rate with ``evaluate``."""
+    try:
+        rate, left = next(search)
+        while True:
+            evaluate.points_left = left
+            rate, left = search.send(evaluate(rate).meets)
+    except StopIteration as stop:
+        return stop.value
+
+
+def _bisect(lo, hi, tolerance):
     """Halve the bracket (lo meets, hi misses) until it is within ``tolerance``."""
     steps = 0
     while lo is not None and hi is not None and (hi - lo) / lo > tolerance and steps < MAX_STEPS:
         middle = _round((lo + hi) / 2)
         if middle in (lo, hi):
             break
-        evaluate.points_left = max(0, math.ceil(math.log2((hi - lo) / lo / tolerance)) - 1)
-        if evaluate(middle).meets:
+        left = max(0, math.ceil(math.log2((hi - lo) / lo / tolerance)) - 1)
+        if (yield middle, left):
             lo = middle
         else:
             hi = middle
@@ -313,18 +371,18 @@ def check_search(
             )
 
 
-def _bracket(evaluate, low, high, start) -> tuple[float | None, float | None]:
+def _bracket(low, high, start):
     """(highest rate meeting, lowest failing) from doubling/halving within ``RATES``; None
     where not found (no rate meets, or every rate tried does)."""
     lo = _round(low) if low is not None else None
     hi = _round(high) if high is not None else None
-    if lo is not None and not evaluate(lo).meets:
+    if lo is not None and not (yield lo, 0):
         return None, lo
-    if hi is not None and evaluate(hi).meets:
+    if hi is not None and (yield hi, 0):
         return hi, None
     if lo is None and hi is None:
         probe = _round(min(max(start, RATES.low), RATES.high))
-        if evaluate(probe).meets:
+        if (yield probe, 0):
             lo = probe
         else:
             hi = probe
@@ -335,18 +393,14 @@ def _bracket(evaluate, low, high, start) -> tuple[float | None, float | None]:
             candidate = _round(max(hi / 2, RATES.low))
             if candidate >= hi:
                 break  # the lowest rate a config takes misses the SLOs
-            if evaluate(candidate).meets:
-                lo = candidate
-            else:
-                hi = candidate
         else:
             candidate = _round(min(lo * 2, RATES.high))
             if candidate <= lo:
                 break  # the highest rate a config takes meets them
-            if evaluate(candidate).meets:
-                lo = candidate
-            else:
-                hi = candidate
+        if (yield candidate, 0):
+            lo = candidate
+        else:
+            hi = candidate
     return lo, hi
 
 

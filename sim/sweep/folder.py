@@ -18,6 +18,9 @@ RESULTS_FILES = frozenset(
         "aggregate.csv",
         "sweep.json",  # sim.sweep.runner
         "capacity.json",  # sim.sweep.capacity
+        "capacity_grid.json",  # sim.sweep.capacity_grid
+        "searches.parquet",
+        "searches.csv",
         "claims.md",  # sim.cli.paper
         "claims.csv",
         "claim_points.csv",

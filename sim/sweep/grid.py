@@ -223,6 +223,8 @@ def _check_disjoint(dims: Sequence[_Dimension]) -> None:
 
 def _unknown(spec: Mapping, known: Sequence[str], where: str) -> None:
     for key in spec:
+        if key == "capacity" and not where:
+            raise ConfigError("capacity: a capacity grid; run it with llumsim capacity --grid")
         if key not in known:
             raise ConfigError(f"{where}{key}: unknown grid key (known: {', '.join(known)})")
 

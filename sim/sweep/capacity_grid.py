@@ -1,0 +1,412 @@
+"""Capacity over a grid: one capacity search (``sim.sweep.capacity``) per cell and seed.
+
+A capacity grid is a sweep grid (``sim.sweep.grid``) with a ``capacity`` section::
+
+    capacity:
+      slo: ["tier*.attainment>=0.95"]   # bounds every search must hold (--slo syntax)
+      tolerance: 0.05                   # as --tolerance (default 0.02)
+      low: 0.5                          # optional, as --low / --high (req/s)
+      baseline: {scheduler: infaas++}   # optional: pair each cell with this one
+
+Each cell at each seed is its own search (one run per rate), so seeds are replicates of the
+capacity itself: the index gives their mean with a Student-t interval, and each cell's
+ratio to its baseline cell (the same coordinates but the baseline's) is taken seed by seed
+— the same seed serves the same requests, so the ratio cancels what both share.
+
+The searches advance in rounds: each unfinished search asks for one rate, the runs the
+store lacks run together (runs that are one simulation run once, ``sim.sweep.sharing``:
+INFaaS++ ignores tiers, so its searches over K and tier mixes share most of theirs), and
+each search is told whether its rate met its bounds. Every run is stored as it finishes, so
+an interrupted grid resumes where it stopped; the tables are a pure function of the grid
+and the store. A failed run ends its search (answer ``failed``), not the grid.
+
+``<out>/`` gets ``runs/`` (the store), ``searches.parquet``/``.csv`` (one row per cell and
+seed), ``index.parquet``/``.csv`` (one row per cell) and ``capacity_grid.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from sim import native
+from sim.config import ConfigError
+from sim.config.loader import read_yaml
+from sim.files import atomic_write
+from sim.sweep.backends import RunError, Task, execute
+from sim.sweep.capacity import (
+    Point,
+    RateSearch,
+    Slo,
+    at_rate,
+    check_search,
+    for_tiers,
+    judge,
+    parse_slo,
+    rate_search,
+)
+from sim.sweep.folder import prepare_results_folder
+from sim.sweep.grid import Grid, Run, expand, run_key
+from sim.sweep.index import write_table
+from sim.sweep.progress import Progress
+from sim.sweep.runner import check_grid
+from sim.sweep.sharing import simulation_key
+from sim.sweep.store import RunStore
+
+SECTION = "capacity"
+SECTION_KEYS = ("slo", "tolerance", "low", "high", "baseline")
+DEFAULT_TOLERANCE = 0.02  # as ``llumsim capacity``
+LEVEL = 0.95  # the intervals' confidence
+
+
+@dataclass(frozen=True)
+class CapacityGrid:
+    """A grid and the capacity question asked of each of its cells."""
+
+    grid: Grid
+    slos: list[Slo]  # as written (``tier*.`` expanded per cell)
+    tolerance: float
+    low: float | None
+    high: float | None
+    baseline: dict[str, Any] = field(default_factory=dict)  # column -> the baseline's value
+
+
+def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> CapacityGrid:
+    """Read a capacity grid and check everything its searches need before any runs (a
+    ConfigError naming the file, the cell and the key)."""
+    path = Path(path)
+    spec = dict(read_yaml(path))
+    source = str(path)
+    section = spec.pop(SECTION, None)
+    if not isinstance(section, Mapping):
+        raise ConfigError(
+            f"{source}: {SECTION}: a capacity grid needs a {SECTION} section (a mapping with "
+            f"{', '.join(SECTION_KEYS)}), got {section!r}"
+        )
+    for key in section:
+        if key not in SECTION_KEYS:
+            raise ConfigError(f"{source}: {SECTION}.{key}: unknown key (known: {', '.join(SECTION_KEYS)})")
+    slos = _slos(section.get("slo"), source)
+    tolerance = _number(section, "tolerance", source, DEFAULT_TOLERANCE)
+    low, high = _number(section, "low", source), _number(section, "high", source)
+    baseline = section.get("baseline") or {}
+    if not isinstance(baseline, Mapping):
+        raise ConfigError(f"{source}: {SECTION}.baseline: expected a mapping (column: value), got {baseline!r}")
+    grid = expand(spec, source, path.parent, overrides)
+    if grid.tables:
+        raise ConfigError(f"{source}: tables: a capacity grid keeps no per-run tables")
+    for column, value in baseline.items():
+        if column not in grid.columns:
+            raise ConfigError(
+                f"{source}: {SECTION}.baseline.{column}: not a column of this grid "
+                f"(columns: {', '.join(grid.columns)})"
+            )
+        if not any(cell.coords.get(column) == value for cell in grid.cells):
+            raise ConfigError(f"{source}: {SECTION}.baseline.{column}: no cell has {value!r}")
+    check_grid(grid)
+    checked = set()
+    for run in grid.runs:
+        if run.cell.label in checked:
+            continue
+        checked.add(run.cell.label)
+        try:
+            config = run.config
+            check_search(config, for_tiers(slos, config.workload.priority.tiers), 1, low, high, tolerance)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: cell [{run.cell.label}]: {_in_section(str(exc))}") from None
+    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline))
+
+
+def _in_section(message: str) -> str:
+    """A search check's message, named by this section's key instead of the flag."""
+    for flag in ("--slo", "--low", "--high", "--tolerance"):
+        if message.startswith(flag):
+            return f"{SECTION}.{flag[2:]}{message[len(flag):]}"
+    return message
+
+
+def _slos(spec: Any, source: str) -> list[Slo]:
+    if isinstance(spec, str):
+        spec = [spec]
+    if not isinstance(spec, list) or not spec or not all(isinstance(s, str) for s in spec):
+        raise ConfigError(
+            f"{source}: {SECTION}.slo: expected a list of bounds, e.g. ['tier*.attainment>=0.95'], got {spec!r}"
+        )
+    try:
+        return [parse_slo(text) for text in spec]
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {_in_section(str(exc))}") from None
+
+
+def _number(section: Mapping, key: str, source: str, default: float | None = None) -> float | None:
+    value = section.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{source}: {SECTION}.{key}: expected a number, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------- searching
+@dataclass
+class _Search:
+    """One cell at one seed: its rate search, the rate it waits for, its points."""
+
+    run: Run
+    slos: list[Slo]  # expanded for the cell's tiers
+    steps: RateSearch
+    asked: tuple[float, int] | None = None  # (rate, bisection steps left after it)
+    key: str = ""  # the store key of the run at ``asked``
+    points: dict[float, Point] = field(default_factory=dict)
+    bounds: tuple[float | None, float | None] | None = None  # (lo, hi) once finished
+    error: str | None = None
+
+    def start(self) -> None:
+        self._step(lambda: next(self.steps))
+
+    def tell(self, point: Point) -> None:
+        self.points[point.rate] = point
+        self._step(lambda: self.steps.send(point.meets))
+
+    def _step(self, step) -> None:
+        try:
+            self.asked = step()
+        except StopIteration as stop:
+            self.asked, self.bounds = None, stop.value
+        while self.asked is not None and self.asked[0] in self.points:  # a rate judged before
+            point = self.points[self.asked[0]]
+            try:
+                self.asked = self.steps.send(point.meets)
+            except StopIteration as stop:
+                self.asked, self.bounds = None, stop.value
+
+
+@dataclass
+class GridCapacityOutcome:
+    """What a capacity grid did, for the summary line."""
+
+    name: str
+    out_dir: Path
+    searches: int
+    cells: int
+    runs: int = 0  # distinct runs its searches asked for
+    reused: int = 0
+    computed: int = 0
+    failed: int = 0
+    simulations: int = 0
+    rounds: int = 0
+    engine: str = field(default_factory=native.status)
+    wall_seconds: float = 0.0
+    files: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        failed = f", {self.failed} FAILED (searches.csv's error column names them)" if self.failed else ""
+        return (
+            f"{self.name}: {self.searches} searches ({self.cells} cells x seeds) in {self.rounds} rounds: "
+            f"{self.runs} runs, {self.reused} reused, {self.computed} computed{failed} "
+            f"({self.simulations} simulations; engine {self.engine}) in {self.wall_seconds:.1f} s; "
+            f"wrote {', '.join(self.files)} to {self.out_dir}/"
+        )
+
+
+def run_capacity_grid(
+    spec: CapacityGrid,
+    out_dir: Path,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    recompute_stale: bool = False,
+    progress: bool = False,
+) -> tuple[GridCapacityOutcome, pd.DataFrame]:
+    """Every search of ``spec`` to its answer, in rounds; writes the tables and returns the
+    outcome and the index (one row per cell)."""
+    started = time.perf_counter()
+    grid = spec.grid
+    out_dir = prepare_results_folder(out_dir)
+    store = RunStore(out_dir / "runs")
+    store.clean()
+    searches = [
+        _Search(run, for_tiers(spec.slos, run.config.workload.priority.tiers),
+                rate_search(spec.low, spec.high, run.config.workload.arrival.rate, spec.tolerance))
+        for run in grid.runs
+    ]
+    outcome = GridCapacityOutcome(grid.name, out_dir, len(searches), len(grid.cells))
+    shown = Progress(f"capacity {grid.name}", 0, show=progress)
+    seen: set[str] = set()
+    try:
+        for search in searches:
+            search.start()
+        while waiting := [s for s in searches if s.asked is not None]:
+            outcome.rounds += 1
+            _round(waiting, store, outcome, seen, shown, jobs, backend, address, recompute_stale)
+    finally:
+        shown.close()
+    runs = _searches_table(grid, searches)
+    index = _index_table(grid, runs, spec.baseline)
+    outcome.files = write_table(runs, out_dir, "searches") + write_table(index, out_dir, "index")
+    meta = {
+        "name": grid.name,
+        "source": grid.source,
+        "description": grid.description,
+        "columns": grid.columns,
+        "seeds": grid.seeds,
+        "slos": [slo.text for slo in spec.slos],
+        "tolerance": spec.tolerance,
+        "low": spec.low,
+        "high": spec.high,
+        "baseline": spec.baseline,
+        "cells": len(grid.cells),
+        "searches": len(searches),
+        "failed": int((runs["answer"] == "failed").sum()),
+    }
+    text = json.dumps(meta, indent=1)
+    atomic_write(out_dir / "capacity_grid.json", lambda tmp: tmp.write_text(text))
+    outcome.files.append("capacity_grid.json")
+    outcome.failed = meta["failed"]
+    outcome.wall_seconds = time.perf_counter() - started
+    return outcome, index
+
+
+def _round(waiting, store, outcome, seen, shown, jobs, backend, address, recompute_stale) -> None:
+    """One rate for each waiting search: run what the store lacks, then tell each."""
+    wanted: dict[str, Any] = {}
+    for search in waiting:
+        config = at_rate(search.run.config, search.asked[0], search.run.seed)
+        search.key = run_key(config)
+        wanted[search.key] = config
+    todo = {
+        key: config
+        for key, config in wanted.items()
+        if not store.is_done(key, this_code_only=recompute_stale) and not store.is_failed(key)
+    }
+    groups: dict[str, list[str]] = {}
+    for key, config in todo.items():
+        groups.setdefault(simulation_key(config), []).append(key)
+    tasks = [
+        Task(first, todo[first], (), tuple((key, todo[key]) for key in rest))
+        for first, *rest in groups.values()
+    ]
+    new = [key for key in wanted if key not in seen]  # a key asked again is not counted again
+    seen.update(new)
+    reused = sum(1 for key in new if key not in todo)
+    outcome.runs += len(new)
+    outcome.reused += reused
+    outcome.simulations += len(tasks)
+    shown.plan(len(new), reused, sum(search.asked[1] for search in waiting))
+    for key, result in execute(tasks, backend, jobs, address):
+        failed = isinstance(result, RunError)
+        if failed:
+            store.write_failure(key, todo[key], result)
+        else:
+            store.write(key, todo[key], result)
+            outcome.computed += 1
+        shown.update(failed)
+    for search in waiting:
+        rate = search.asked[0]
+        if store.is_failed(search.key):
+            failure = store.failure(search.key)
+            search.asked, search.error = None, f"rate {rate:g}: {failure.kind}: {failure.reason}"
+        else:
+            search.tell(judge(rate, search.slos, [store.summary(search.key)]))
+
+
+# --------------------------------------------------------------------------- tables
+def _searches_table(grid: Grid, searches: Sequence[_Search]) -> pd.DataFrame:
+    """One row per cell and seed: the answer, the capacity and the bracket, GPUs, cost."""
+    rows = []
+    for search in searches:
+        row = {column: search.run.cell.coords.get(column) for column in grid.columns}
+        row["seed"] = search.run.seed
+        lo, hi = search.bounds if search.bounds is not None else (None, None)
+        best = search.points.get(lo) if lo is not None else None
+        if search.error is not None:
+            answer = "failed"
+        elif lo is None:
+            answer = "none"
+        else:
+            answer = "bracketed" if hi is not None else "unbounded"
+        row.update(
+            answer=answer,
+            rate=best.rate if best else math.nan,
+            bracket_low=lo if lo is not None else (0.0 if answer == "none" else math.nan),
+            bracket_high=hi if hi is not None else (math.inf if answer == "unbounded" else math.nan),
+            gpus=best.average_gpus if best else math.nan,
+            rate_per_gpu=best.rate / best.average_gpus if best else math.nan,
+            cost_per_request=best.cost_per_request if best else math.nan,
+            cost_per_latency=best.cost_per_latency if best else math.nan,
+            rates_tried=len(search.points),
+            error=search.error or "",
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """The mean and its Student-t interval (NaN bounds with fewer than two values)."""
+    values = np.asarray(values, dtype=float)
+    mean = float(values.mean()) if values.size else math.nan
+    if values.size < 2:
+        return mean, math.nan, math.nan
+    half = scipy_stats.t.ppf((1 + level) / 2, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
+    return mean, mean - half, mean + half
+
+
+def _index_table(grid: Grid, runs: pd.DataFrame, baseline: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per cell: how its seeds' searches answered, the mean capacity per GPU with
+    its interval, the bracket over every seed and, with a baseline, the paired ratio to it
+    (geometric mean of the per-seed ratios, t-interval on their logarithms)."""
+    rows = []
+    for cell in grid.cells:
+        mine = _rows_of(runs, grid.columns, cell.coords)
+        answers = mine["answer"].value_counts()
+        row = dict(cell.coords)
+        row["seeds"] = len(mine)
+        row["answer"] = answers.index[0] if len(answers) == 1 else "mixed"
+        row["answers"] = ", ".join(f"{kind} {count}" for kind, count in sorted(answers.items()))
+        rated = mine["answer"].isin(["bracketed", "unbounded"]).all()
+        for column in ("rate", "rate_per_gpu"):
+            mean, low, high = mean_interval(mine[column]) if rated else (math.nan,) * 3
+            row.update({column: mean, f"{column}.ci_low": low, f"{column}.ci_high": high})
+        row["bracket_low"] = float(mine["bracket_low"].min())
+        row["bracket_high"] = float(mine["bracket_high"].max())
+        row["cost_per_latency"] = float(mine["cost_per_latency"].mean())
+        if baseline:
+            row.update(_versus(runs, grid.columns, cell.coords, baseline, mine, rated))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _rows_of(runs: pd.DataFrame, columns: Sequence[str], coords: Mapping[str, Any]) -> pd.DataFrame:
+    mask = np.ones(len(runs), dtype=bool)
+    for column in columns:
+        value = coords.get(column)
+        mask &= runs[column].isna().to_numpy() if value is None else (runs[column] == value).to_numpy()
+    return runs[mask]
+
+
+def _versus(runs, columns, coords, baseline, mine, rated) -> dict[str, float]:
+    """The paired ratio of this cell's capacity per GPU to its baseline cell's."""
+    other = _rows_of(runs, columns, {**coords, **baseline})
+    both = mine.merge(other, on="seed", suffixes=("", ".baseline"))
+    ok = rated and len(both) and both["answer.baseline"].isin(["bracketed", "unbounded"]).all()
+    if not ok:
+        return {"vs_baseline": math.nan, "vs_baseline.ci_low": math.nan, "vs_baseline.ci_high": math.nan}
+    ratio, low, high = paired_ratio(both["rate_per_gpu"], both["rate_per_gpu.baseline"])
+    return {"vs_baseline": ratio, "vs_baseline.ci_low": low, "vs_baseline.ci_high": high}
+
+
+def paired_ratio(values: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, float]:
+    """The geometric mean of ``values / baseline`` (aligned by seed) and its interval: a
+    Student-t interval on the logarithms of the ratios, mapped back."""
+    logs = np.log(np.asarray(values, dtype=float) / np.asarray(baseline, dtype=float))
+    mean, low, high = mean_interval(logs)
+    return math.exp(mean), math.exp(low), math.exp(high)

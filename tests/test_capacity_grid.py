@@ -1,0 +1,236 @@
+"""``llumsim capacity --grid``: one capacity search per cell and seed, run in step.
+
+Known answers from fake runs whose attainment is a known function of the rate (the tier*
+bound is K bounds; a bound no rate meets answers ``none``; the paired ratio to the baseline
+cancels what the seeds share); the smoke grid on the real simulator (K = 1 cells of
+different mixes are one simulation and give one answer; every answer agrees with its
+points; a resumed grid computes nothing and writes the same bytes); bad keys exit 2. And
+the same question with auto-scaling on: the k_autoscale smoke grid scales.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from sim.cli.main import main
+from sim.config import ConfigError
+from sim.sweep.capacity_grid import load_capacity_grid, mean_interval, run_capacity_grid
+from tests.sweep_support import GRIDS, fake_summary
+from tests.test_bad_inputs import exits_2_with_one_line
+
+SMOKE = GRIDS / "k_capacity_smoke.yaml"
+TABLES = ("index.csv", "index.parquet", "searches.csv", "searches.parquet", "capacity_grid.json")
+
+
+def fake_attainment(share):
+    """Fake runs (both entry points of sim.sweep.cell) whose tier t attains
+    ``share(config, t)`` of its requests."""
+
+    def summary(config):
+        result = fake_summary(config, 0.1, config.workload.priority.tiers)
+        by_tier = {str(t): {"attainment": share(config, t)} for t in range(config.workload.priority.tiers)}
+        result["slo"] = {"overall": {"attainment": 1.0}, "by_tier": by_tier}
+        return result
+
+    def run_cell(config, tables=()):
+        return summary(config)
+
+    def run_shared(configs, tables=()):
+        return [summary(c) for c in configs]
+
+    return run_cell, run_shared
+
+
+def patch_runs(monkeypatch, share) -> None:
+    run_cell, run_shared = fake_attainment(share)
+    monkeypatch.setattr("sim.sweep.cell.run_cell", run_cell)
+    monkeypatch.setattr("sim.sweep.cell.run_shared", run_shared)
+
+
+def grid_file(tmp_path, body: str):
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "name: g\nbase: {workload: {num_requests: 10, arrival: {rate: 3.0}}, cluster: {instances: 2},"
+        " slo: {ladder: {ttft: 1.0, tpot: 0.1}}}\n" + body
+    )
+    return path
+
+
+def test_every_tier_bound_is_k_bounds_and_the_strictest_sets_the_capacity(tmp_path, monkeypatch):
+    # tier t attains 1 - rate (t + 1) / 100: >= 0.9 up to 10 / (t + 1) req/s, so with K tiers
+    # the last one binds and the capacity is 10 / K
+    patch_runs(monkeypatch, lambda c, t: 1 - c.workload.arrival.rate * (t + 1) / 100)
+    path = grid_file(
+        tmp_path,
+        "axes: {workload.priority.tiers: [1, 2, 5]}\ncapacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01}\n",
+    )
+    outcome, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    assert list(index["answer"]) == ["bracketed"] * 3 and outcome.failed == 0
+    for tiers, rate, high in zip(index["workload.priority.tiers"], index["rate"], index["bracket_high"]):
+        assert rate <= 10 / tiers < high and (high - rate) / rate <= 0.01
+    assert list(index["rate_per_gpu"]) == pytest.approx(list(index["rate"] / 2))
+
+
+def test_a_bound_no_rate_meets_answers_none_from_the_lowest_rate(tmp_path, monkeypatch):
+    patch_runs(monkeypatch, lambda c, t: 1 - c.workload.arrival.rate / 100)  # 0.995 at 0.5 req/s
+    path = grid_file(tmp_path, "seeds: 2\ncapacity: {slo: ['tier*.attainment>=0.999'], low: 0.5}\n")
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    row = index.iloc[0]
+    assert row["answer"] == "none" and row["answers"] == "none 2"
+    assert math.isnan(row["rate"]) and (row["bracket_low"], row["bracket_high"]) == (0.0, 0.5)
+    searches = pd.read_csv(tmp_path / "out" / "searches.csv")
+    assert list(searches["rates_tried"]) == [1, 1]  # the lowest rate missed: nothing below is tried
+
+
+def test_the_paired_ratio_cancels_what_the_seeds_share(tmp_path, monkeypatch):
+    # the seed scales every scheduler's capacity alike (x1, x1/3, x2); llumnix carries twice
+    # INFaaS++'s load: the unpaired means scatter, the paired ratio is 2 within the tolerance
+    scale = {0: 1.0, 1: 3.0, 2: 0.5}
+
+    def share(config, tier):
+        carried = 0.5 if config.scheduler.name == "llumnix" else 1.0
+        return 1 - config.workload.arrival.rate * scale[config.seed] * carried / 100
+
+    patch_runs(monkeypatch, share)
+    path = grid_file(
+        tmp_path,
+        "seeds: 3\nvariants: {scheduler: {infaas++: {scheduler.name: infaas++}, llumnix: {scheduler.name: llumnix}}}\n"
+        "capacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01, baseline: {scheduler: infaas++}}\n",
+    )
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    base, llumnix = index.iloc[0], index.iloc[1]
+    assert base["vs_baseline"] == pytest.approx(1.0)
+    assert llumnix["vs_baseline"] == pytest.approx(2.0, rel=0.03)
+    assert llumnix["vs_baseline.ci_high"] - llumnix["vs_baseline.ci_low"] < 0.1
+    assert base["rate_per_gpu.ci_high"] - base["rate_per_gpu.ci_low"] > base["rate_per_gpu"]  # unpaired: wide
+
+
+def test_a_failed_run_ends_its_search_not_the_grid(tmp_path, monkeypatch, capsys):
+    def share(config, tier):
+        if config.seed == 1:
+            raise ConfigError("workload.trace: row 7: a bad row")
+        return 1 - config.workload.arrival.rate / 100
+
+    patch_runs(monkeypatch, share)
+    path = grid_file(tmp_path, "seeds: 2\ncapacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.05}\n")
+    assert main(["capacity", "--grid", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 1
+    assert "1 FAILED" in capsys.readouterr().out
+    searches = pd.read_csv(tmp_path / "out" / "searches.csv")
+    assert list(searches["answer"]) == ["bracketed", "failed"]
+    assert "a bad row" in searches["error"][1]
+    assert pd.read_csv(tmp_path / "out" / "index.csv")["answer"][0] == "mixed"
+
+
+def test_mean_interval_is_students_t():
+    mean, low, high = mean_interval([1.0, 2.0, 3.0])  # sd 1, n 3: t(0.975, 2) = 4.303
+    assert mean == 2.0 and (high - mean) == pytest.approx(4.3027 / math.sqrt(3), rel=1e-4)
+    assert math.isnan(mean_interval([5.0])[1])
+
+
+# ------------------------------------------------------------------ the smoke grid, real runs
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("k_capacity_smoke")
+    outcome, index = run_capacity_grid(load_capacity_grid(SMOKE), out, jobs=1)
+    return out, outcome, index
+
+
+def test_the_smoke_grid_answers_every_search_consistently_with_its_points(smoke):
+    out, outcome, index = smoke
+    searches = pd.read_csv(out / "searches.csv")
+    assert len(index) == 8 and len(searches) == 16 and outcome.failed == 0
+    assert set(searches["answer"]) == {"bracketed"}
+    assert ((searches["bracket_high"] - searches["rate"]) / searches["rate"] <= 0.25).all()
+    assert (searches["rate"] == searches["bracket_low"]).all()
+    # K = 1: every request is tier 0 whatever the mix, so both mixes are one simulation
+    k1 = searches[searches["workload.priority.tiers"] == 1]
+    by_mix = k1.pivot_table(index=["scheduler", "seed"], columns="workload.priority.sampler", values="rate")
+    assert (by_mix["uniform"] == by_mix["enterprise"]).all()
+    assert outcome.simulations < outcome.runs  # INFaaS++ and K = 1 shared theirs
+    assert (index.loc[index["scheduler"] == "infaas++", "vs_baseline"] == 1.0).all()
+
+
+def test_a_resumed_smoke_grid_computes_nothing_and_writes_the_same_bytes(smoke):
+    out, first, _ = smoke
+    before = {name: (out / name).read_bytes() for name in TABLES}
+    again, _ = run_capacity_grid(load_capacity_grid(SMOKE), out, jobs=1)
+    assert again.computed == 0 and again.reused == first.runs == again.runs
+    assert {name: (out / name).read_bytes() for name in TABLES} == before
+
+
+# ------------------------------------------------------------------ bad input
+BAD = {
+    "no capacity section": ("", "capacity: a capacity grid needs a capacity section"),
+    "unknown key": ("capacity: {slo: ['attainment>=0.9'], slos: 1}\n", "g.yaml: capacity.slos: unknown key (known: slo,"),
+    "no bounds": ("capacity: {slo: []}\n", "capacity.slo: expected a list of bounds"),
+    "a bad bound": ("capacity: {slo: ['tier*.attainment<=0.9']}\n", "capacity.slo 'tier*.attainment<=0.9': expected"),
+    "a tier a cell lacks": (
+        "axes: {workload.priority.tiers: [1, 4]}\ncapacity: {slo: ['tier3.attainment>=0.9']}\n",
+        "cell [workload.priority.tiers=1]: capacity.slo tier3.attainment: no tier 3",
+    ),
+    "a text tolerance": ("capacity: {slo: ['attainment>=0.9'], tolerance: fine}\n", "capacity.tolerance: expected a number"),
+    "a bracket upside down": ("capacity: {slo: ['attainment>=0.9'], low: 4, high: 2}\n", "capacity.low: 4 req/s is not below"),
+    "a baseline column it lacks": (
+        "capacity: {slo: ['attainment>=0.9'], baseline: {scheduler: infaas++}}\n",
+        "capacity.baseline.scheduler: not a column of this grid",
+    ),
+    "a baseline no cell has": (
+        "variants: {scheduler: {a: {scheduler.name: llumnix}}}\ncapacity: {slo: ['attainment>=0.9'], baseline: {scheduler: b}}\n",
+        "capacity.baseline.scheduler: no cell has 'b'",
+    ),
+}
+
+
+@pytest.mark.parametrize(("body", "expected"), BAD.values(), ids=BAD.keys())
+def test_a_bad_capacity_grid_exits_2_naming_the_key(body, expected, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("sim.sweep.capacity_grid.execute", lambda *a, **k: pytest.fail("a run started"))
+    argv = ["capacity", "--grid", str(grid_file(tmp_path, body)), "--out", str(tmp_path / "out")]
+    assert expected in exits_2_with_one_line(argv, capsys)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--slo", "attainment>=0.5"], "--slo: a capacity grid sets it itself"),
+        (["--seeds", "3"], "--seeds: a capacity grid sets it itself"),
+        (["experiments/configs/slo_tiers.yaml"], "capacity: give a run config or --grid GRID (one of them)"),
+    ],
+)
+def test_flags_a_capacity_grid_sets_itself_exit_2(argv, expected, capsys):
+    assert expected in exits_2_with_one_line(["capacity", "--grid", str(SMOKE), *argv], capsys)
+
+
+def test_a_capacity_grid_given_to_sweep_says_how_to_run_it(tmp_path, capsys):
+    err = exits_2_with_one_line(["sweep", str(SMOKE), "--out", str(tmp_path / "out")], capsys)
+    assert "capacity: a capacity grid; run it with llumsim capacity --grid" in err
+
+
+# ------------------------------------------------------------------ with auto-scaling
+def test_the_autoscale_smoke_grid_scales_and_judges_attainment_per_gpu_hour(tmp_path):
+    from sim.sweep import load_grid, run_sweep
+
+    run_sweep(load_grid(GRIDS / "k_autoscale_smoke.yaml"), tmp_path, jobs=1)
+    index = pd.read_csv(tmp_path / "index.csv")
+    assert len(index) == 2 and (index["status"] == "ok").all()
+    # the bursts make every scheme scale out, so its GPU-hours are its own
+    assert (index["scaling.actions.scale_out"] > 0).all()
+    assert (index["cost.average_instances"] != 2).all()
+    per_gpu_hour = index["slo.overall.attainment"] / index["cost.gpu_hours"]
+    assert list(index["slo.overall.attainment_per_gpu_hour"]) == pytest.approx(list(per_gpu_hour))
+
+
+def test_the_report_counts_k1_once_and_pairs_the_best_with_the_runner_up(smoke):
+    from sim.sweep.capacity_report import report
+
+    out, _, index = smoke
+    text = report(out)
+    # K = 1 and K = 3 x two mixes: three distinct configurations per scheme, not four
+    row = next(line for line in text.splitlines() if line.startswith("| llumnix | "))
+    configurations, above, below, across, missing = (int(f) for f in row.split("|")[2:7])
+    assert configurations == 3 == above + below + across + missing
+    assert "in 3 distinct (K, mix) configurations" in text
+    assert "**uniform**" in text and "**enterprise**" in text
