@@ -12,7 +12,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from sim.metrics.plots import _heatmap  # noqa: E402
-from sim.sweep.plots import axis_label, migrations_over_time, plot_lines, plot_speedups_vs_k  # noqa: E402
+from sim.sweep.findings import plot_speedups_vs_k  # noqa: E402
+from sim.sweep.plots import axis_label, migrations_over_time, plot_lines  # noqa: E402
 
 K = "workload.priority.tiers"
 

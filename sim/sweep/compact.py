@@ -27,7 +27,7 @@ import pandas as pd
 import yaml
 
 from sim.files import atomic_write
-from sim.sweep.index import KEY_COLUMNS, OK, ok_rows
+from sim.sweep.index import KEY_COLUMNS, OK, ok_rows, select
 from sim.sweep.store import RunStore
 
 TABLES = "tables"  # the folder of a compact copy's kept per-run tables
@@ -60,8 +60,6 @@ def compact_index(index: pd.DataFrame, columns: list[str], metrics: Sequence[str
 
 def kept_runs(index: pd.DataFrame, where: Mapping[str, Any]) -> pd.DataFrame:
     """The runs of ``index`` whose tables a compact copy keeps (those matching ``where``)."""
-    from sim.sweep.plots import select
-
     unknown = [column for column in where if column not in index.columns]
     if unknown:
         raise KeyError(f"--where {', '.join(unknown)}: not a column of the index (columns: {', '.join(index.columns[:12])}, ...)")

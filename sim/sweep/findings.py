@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,9 @@ import pandas as pd
 from sim.sweep.index import ok_rows
 from sim.sweep.paper import markdown
 from sim.sweep.stats import paired, ratio_interval
+
+if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
+    from matplotlib.figure import Figure
 
 K = "workload.priority.tiers"
 MIX = "workload.priority.sampler"
@@ -308,12 +312,52 @@ def report(index: pd.DataFrame, name: str, seeds: int) -> str:
     )
 
 
+def plot_speedups_vs_k(
+    table: pd.DataFrame, measures: Sequence[str] | None = None, title: str | None = None
+) -> Figure:
+    """Paired speed-ups over the baseline against K (``speedup_table``):
+    one panel per load (rows) and mix (columns), one colour per mode, one line style per
+    measure, each with its 95% interval as a band; 1 (the baseline) dashed."""
+    import matplotlib.pyplot as plt
+
+    from sim.sweep.plots import axis_label, integer_ticks, plain_log_axis
+
+    measures = list(measures or dict.fromkeys(table["measure"]))
+    table = table[table["measure"].isin(measures)]
+    rates, mixes = sorted(table[RATE].unique()), sorted(table[MIX].unique())
+    fig, axes = plt.subplots(
+        len(rates), len(mixes), figsize=(4.2 * len(mixes), 3.3 * len(rates)), squeeze=False, sharex=True
+    )
+    modes = list(dict.fromkeys(table["scheduler"]))
+    styles = dict(zip(measures, ("-", "--", ":", "-.")))
+    for (rate, mix), ax in zip([(r, m) for r in rates for m in mixes], axes.flat):
+        panel = table[(table[RATE] == rate) & (table[MIX] == mix)]
+        for i, mode in enumerate(modes):
+            for measure in measures:
+                line = panel[(panel["scheduler"] == mode) & (panel["measure"] == measure)].sort_values(K)
+                ax.plot(line[K], line["speedup"], styles[measure], color=f"C{i}", marker="o", ms=3,
+                        label=f"{mode}: {measure}")
+                ax.fill_between(line[K], line["ci_low"], line["ci_high"], color=f"C{i}", alpha=0.15, lw=0)
+        ax.axhline(1.0, color="black", lw=0.8, ls="--")
+        plain_log_axis(ax)
+        integer_ticks(ax, table[K])
+        ax.set_title(f"{mix} mix, {rate:g} requests/s", fontsize=9)
+        ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel(axis_label(K))
+    for ax in axes[:, 0]:
+        ax.set_ylabel("speed-up over INFaaS++ (x)\nabove 1: Llumnix faster")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle(title or "Paired speed-up over INFaaS++ against K (bands: Student-t 95% intervals over seeds)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) > 4), 1, 1))
+    return fig
+
+
 def figure(index: pd.DataFrame, path: Path) -> Path:
     """The headline: tier 0's and all requests' P99 prefill speed-up over INFaaS++ against
     K, per mode, with intervals, one panel per mix and load (``sim.sweep.plots``)."""
     import matplotlib.pyplot as plt
-
-    from sim.sweep.plots import plot_speedups_vs_k
 
     table = speedup_table(index)
     if SIZE in table.columns:  # k_sweep: the smaller size, as k_study fixes

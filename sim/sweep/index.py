@@ -12,8 +12,9 @@ the same values.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
 
 from sim.files import atomic_write
@@ -97,3 +98,17 @@ def write_table(frame: pd.DataFrame, out_dir: Path, stem: str) -> list[str]:
     atomic_write(out_dir / f"{stem}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
     atomic_write(out_dir / f"{stem}.csv", lambda tmp: frame.to_csv(tmp, index=False))
     return [f"{stem}.parquet", f"{stem}.csv"]
+
+
+def select(frame: pd.DataFrame, where: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Rows whose columns equal ``where``'s values (a list: any of them; None or NaN: a
+    missing value). The one row filter of indexes and run tables, for notebooks too
+    (``sim.sweep.plots`` exports it)."""
+    mask = pd.Series(True, index=frame.index)
+    for column, value in (where or {}).items():
+        values = list(value) if isinstance(value, (list, tuple, set)) else [value]
+        missing = [v for v in values if v is None or (isinstance(v, float) and np.isnan(v))]
+        mask &= frame[column].isin([v for v in values if v not in missing]) | (
+            frame[column].isna() if missing else False
+        )
+    return frame[mask]

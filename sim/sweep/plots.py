@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from sim.files import atomic_write
-from sim.sweep.index import ok_rows
+from sim.sweep.index import ok_rows, select  # select: re-exported for notebooks (plots.select)
 from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
@@ -179,18 +179,6 @@ def open_sweep(name: str, results: str | Path | None = None) -> Sweep:
         index=index,
         aggregate=pd.read_parquet(stored) if stored.is_file() else aggregate(index),
     )
-
-
-def select(frame: pd.DataFrame, where: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Rows whose columns equal ``where``'s values (a list: any of them)."""
-    mask = pd.Series(True, index=frame.index)
-    for column, value in (where or {}).items():
-        values = list(value) if isinstance(value, (list, tuple, set)) else [value]
-        missing = [v for v in values if v is None or (isinstance(v, float) and np.isnan(v))]
-        mask &= frame[column].isin([v for v in values if v not in missing]) | (
-            frame[column].isna() if missing else False
-        )
-    return frame[mask]
 
 
 def busiest_run(table: pd.DataFrame, sweep: Sweep) -> pd.DataFrame:
@@ -474,46 +462,6 @@ def migrations_over_time(
         [(*key, window) for key in keys for window in windows], names=[*by, "time"]
     )
     return counts.reindex(full, fill_value=0).rename("migrations").reset_index()
-
-
-def plot_speedups_vs_k(
-    table: pd.DataFrame, measures: Sequence[str] | None = None, title: str | None = None
-) -> Figure:
-    """Paired speed-ups over the baseline against K (``sim.sweep.findings.speedup_table``):
-    one panel per load (rows) and mix (columns), one colour per mode, one line style per
-    measure, each with its 95% interval as a band; 1 (the baseline) dashed."""
-    from sim.sweep.findings import K, MIX, RATE
-
-    measures = list(measures or dict.fromkeys(table["measure"]))
-    table = table[table["measure"].isin(measures)]
-    rates, mixes = sorted(table[RATE].unique()), sorted(table[MIX].unique())
-    fig, axes = plt.subplots(
-        len(rates), len(mixes), figsize=(4.2 * len(mixes), 3.3 * len(rates)), squeeze=False, sharex=True
-    )
-    modes = list(dict.fromkeys(table["scheduler"]))
-    styles = dict(zip(measures, ("-", "--", ":", "-.")))
-    for (rate, mix), ax in zip([(r, m) for r in rates for m in mixes], axes.flat):
-        panel = table[(table[RATE] == rate) & (table[MIX] == mix)]
-        for i, mode in enumerate(modes):
-            for measure in measures:
-                line = panel[(panel["scheduler"] == mode) & (panel["measure"] == measure)].sort_values(K)
-                ax.plot(line[K], line["speedup"], styles[measure], color=f"C{i}", marker="o", ms=3,
-                        label=f"{mode}: {measure}")
-                ax.fill_between(line[K], line["ci_low"], line["ci_high"], color=f"C{i}", alpha=0.15, lw=0)
-        ax.axhline(1.0, color="black", lw=0.8, ls="--")
-        plain_log_axis(ax)
-        integer_ticks(ax, table[K])
-        ax.set_title(f"{mix} mix, {rate:g} requests/s", fontsize=9)
-        ax.grid(alpha=0.3)
-    for ax in axes[-1]:
-        ax.set_xlabel(axis_label(K))
-    for ax in axes[:, 0]:
-        ax.set_ylabel("speed-up over INFaaS++ (x)\nabove 1: Llumnix faster")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle(title or "Paired speed-up over INFaaS++ against K (bands: Student-t 95% intervals over seeds)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) > 4), 1, 1))
-    return fig
 
 
 def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
