@@ -36,7 +36,6 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from sim import native
 from sim.config import ConfigError
@@ -60,12 +59,12 @@ from sim.sweep.index import write_table
 from sim.sweep.progress import Progress
 from sim.sweep.runner import check_grid
 from sim.sweep.sharing import simulation_key
+from sim.sweep.stats import LEVEL, ratio_interval, t_interval
 from sim.sweep.store import RunStore
 
 SECTION = "capacity"
 SECTION_KEYS = ("slo", "tolerance", "low", "high", "baseline")
 DEFAULT_TOLERANCE = 0.02  # as ``llumsim capacity``
-LEVEL = 0.95  # the intervals' confidence
 
 
 @dataclass(frozen=True)
@@ -351,13 +350,12 @@ def _searches_table(grid: Grid, searches: Sequence[_Search]) -> pd.DataFrame:
 
 
 def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """The mean and its Student-t interval (NaN bounds with fewer than two values)."""
+    """The mean and its Student-t interval (``sim.sweep.stats.t_interval``; NaN bounds with
+    fewer than two values)."""
     values = np.asarray(values, dtype=float)
     mean = float(values.mean()) if values.size else math.nan
-    if values.size < 2:
-        return mean, math.nan, math.nan
-    half = scipy_stats.t.ppf((1 + level) / 2, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
-    return mean, mean - half, mean + half
+    low, high = t_interval(values.reshape(1, -1), level)
+    return mean, float(low[0]), float(high[0])
 
 
 def _index_table(grid: Grid, runs: pd.DataFrame, baseline: Mapping[str, Any]) -> pd.DataFrame:
@@ -406,7 +404,8 @@ def _versus(runs, columns, coords, baseline, mine, rated) -> dict[str, float]:
 
 def paired_ratio(values: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, float]:
     """The geometric mean of ``values / baseline`` (aligned by seed) and its interval: a
-    Student-t interval on the logarithms of the ratios, mapped back."""
-    logs = np.log(np.asarray(values, dtype=float) / np.asarray(baseline, dtype=float))
-    mean, low, high = mean_interval(logs)
-    return math.exp(mean), math.exp(low), math.exp(high)
+    Student-t interval on the logarithms of the ratios, mapped back
+    (``sim.sweep.stats.ratio_interval``)."""
+    ratios = np.asarray(values, dtype=float) / np.asarray(baseline, dtype=float)
+    ratio, low, high = ratio_interval(ratios.reshape(1, -1), level=LEVEL)
+    return float(ratio[0]), float(low[0]), float(high[0])
