@@ -25,9 +25,9 @@ up to 1.3 × the bound, near: up to 2 ×), and an improvement is within it.
 Intervals (``estimate``): each point's statistic is computed seed by seed, on paired runs
 (the same seed's request stream under both schedulers), and averaged over seeds — ratios
 as the geometric mean (the mean of the log-ratios), other figures as the arithmetic mean —
-with a Student-t 95% interval of that mean (``scipy.stats.t``, n − 1 degrees of freedom),
-mapped back through exp for ratios. This module holds it because the paper's claims table
-needs only this one interval; with one seed there is none (the bounds are NaN).
+with a Student-t 95% interval of that mean (``sim.sweep.stats.t_interval``, n − 1 degrees
+of freedom), mapped back through exp for ratios; with one seed there is none (the bounds
+are NaN).
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import stats
+
+from sim.sweep.stats import LEVEL, t_interval
 
 MATCH_BAND = 0.30  # within ±30% of the paper's effect (issue 23's rule)
 NEAR_FACTOR = 2.0  # within a factor 2
-CONFIDENCE = 0.95
+CONFIDENCE = LEVEL  # the intervals' level, as every other interval of the sweeps
 GRADES = ("match", "near", "differs")  # best first
 NOT_AVAILABLE = "n/a"
 
@@ -70,11 +71,8 @@ def estimate(values: Sequence[float], geometric: bool) -> Estimate:
         return Estimate(math.nan, math.nan, math.nan, n)
     sample = np.log(array) if geometric else array
     mean = float(sample.mean())
-    if n > 1:
-        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * sample.std(ddof=1) / math.sqrt(n))
-        low, high = mean - half, mean + half
-    else:
-        low = high = math.nan
+    bounds = t_interval(sample.reshape(1, -1), CONFIDENCE)
+    low, high = float(bounds[0][0]), float(bounds[1][0])
     if geometric:
         return Estimate(math.exp(mean), math.exp(low), math.exp(high), n)
     return Estimate(mean, low, high, n)
