@@ -234,3 +234,81 @@ def test_the_report_counts_k1_once_and_pairs_the_best_with_the_runner_up(smoke):
     assert configurations == 3 == above + below + across + missing
     assert "in 3 distinct (K, mix) configurations" in text
     assert "**uniform**" in text and "**enterprise**" in text
+
+
+def _floor_folders(tmp_path, floors, answers):
+    """A fake slo_floor index (tier attainments per (mix, K, seed)) and a fake capacity grid
+    whose searches answer ``answers[(mix, K, seed)]`` for both schemes."""
+    import json
+
+    floor, grid = tmp_path / "slo_floor", tmp_path / "k_capacity"
+    floor.mkdir(), grid.mkdir()
+    rows = []
+    for (mix, k, seed), shares in floors.items():
+        row = {"workload.priority.sampler": mix, "workload.priority.tiers": k, "seed": seed, "status": "ok",
+               "slo.overall.attainment": shares[0]}
+        row.update({f"slo.by_tier.{t}.attainment": share for t, share in enumerate(shares)})
+        rows.append(row)
+    pd.DataFrame(rows).to_parquet(floor / "index.parquet")
+    searches = [
+        {"workload.priority.sampler": mix, "workload.priority.tiers": k, "seed": seed, "scheduler": scheme, "answer": answer}
+        for (mix, k, seed), answer in answers.items() for scheme in ("infaas++", "llumnix")
+    ]
+    pd.DataFrame(searches).to_parquet(grid / "searches.parquet")
+    (grid / "capacity_grid.json").write_text(json.dumps({"name": "k_capacity", "slos": ["tier*.attainment>=0.9"]}))
+    return floor, grid
+
+
+def test_the_floor_report_matches_no_rate_searches_to_floors_below_the_bound(tmp_path):
+    from sim.sweep.capacity_report import floor_report
+
+    floors = {("gaussian", 1, 0): [0.97], ("gaussian", 1, 1): [0.96],
+              ("gaussian", 3, 0): [0.97, 0.95, 0.96], ("gaussian", 3, 1): [0.97, 0.85, 0.96]}
+    answers = {key: "bracketed" for key in floors} | {("gaussian", 3, 1): "none"}
+    text = floor_report(*_floor_folders(tmp_path, floors, answers), [0.9, 0.95])
+    # the worst tier per seed: K = 3 has 0.95 and 0.85 (mean 0.90), one seed below 0.9, one below 0.95
+    assert "| gaussian | 3 | 0.900 | 0.850 | 1 | 1 |" in text
+    assert "| gaussian | 1 | 0.965 | 0.960 | 0 | 0 |" in text
+    assert "with no load: 0.965 (seeds 0.960–0.970)" in text
+    assert "no rate found: 1 (every scheme in 1); no-load floor below the bound: 1; in both: 1" in text
+
+
+def test_the_floor_report_shows_a_no_rate_search_physics_does_not_explain(tmp_path):
+    from sim.sweep.capacity_report import floor_report
+
+    floors = {("uniform", 2, 0): [0.97, 0.96], ("uniform", 2, 1): [0.97, 0.88]}
+    # the seed that misses at no load found a rate, and the one that meets it found none
+    answers = {("uniform", 2, 0): "none", ("uniform", 2, 1): "bracketed"}
+    text = floor_report(*_floor_folders(tmp_path, floors, answers), [0.9])
+    assert "no rate found: 1 (every scheme in 1); no-load floor below the bound: 1; in both: 0" in text
+
+
+def test_a_grid_without_one_per_tier_attainment_share_has_no_floor_bound():
+    from sim.sweep.capacity_report import attainment_bound
+
+    assert attainment_bound(["tier*.attainment>=0.9", "e2e_latency.mean<=20"]) == 0.9
+    with pytest.raises(ValueError, match="no single per-tier attainment share"):
+        attainment_bound(["tier0.prefill_latency.p99<=0.5"])
+
+
+def test_the_autoscale_report_pairs_each_configuration_with_infaas_seed_by_seed(tmp_path):
+    from sim.sweep.capacity_report import autoscale_report
+
+    rows = []
+    for mix in ("uniform", "enterprise"):
+        for k in (1, 4):
+            for seed in range(5):
+                base = 0.4 + 0.01 * seed  # what the seeds share cancels in the pairing
+                for scheme, gain in (("infaas++", 1.0), ("llumnix", 1.1 if k == 4 else 1.0 + 0.02 * (seed % 2 * 2 - 1))):
+                    rows.append({"workload.priority.tiers": k, "workload.priority.sampler": mix, "seed": seed,
+                                 "status": "ok", "scheduler": scheme, "slo.overall.attainment": 0.8,
+                                 "slo.tiers_met": 1, "cost.gpu_hours": 2.0,
+                                 "slo.overall.attainment_per_gpu_hour": base * gain})
+    (tmp_path / "k_autoscale").mkdir()
+    pd.DataFrame(rows).to_parquet(tmp_path / "k_autoscale" / "index.parquet")
+    text = autoscale_report(tmp_path / "k_autoscale")
+    # K = 1 is one configuration whatever the mix: 3 distinct, two 1.1x above 1, K = 1 across
+    row = next(line for line in text.splitlines() if line.startswith("| llumnix |"))
+    assert row.split(" | ")[6:10] == ["3", "2", "0", "1"]
+    assert row.endswith("| 1.100 (0.996–1.100) |")
+    assert "| infaas++ | 15 | 0.800 |" in text  # 3 configurations x 5 seeds

@@ -5,7 +5,9 @@ per GPU against K for every scheme (mean over seeds, Student-t 95% interval) and
 ratio to the baseline; then, per scheme, in how many distinct configurations that ratio's
 interval lies above 1, below 1 or across it (K = 1 is one configuration whatever the mix:
 every request is tier 0), and, per (K, mix), whether the best scheme's paired ratio to the
-runner-up excludes 1. ``--autoscale results/k_autoscale``: the auto-scaling study's table.
+runner-up excludes 1. ``--floor results/slo_floor``: how much of each tier meets the SLOs
+with no load (``experiments/grids/slo_floor.yaml``), against the grid's bound and the searches
+that found no rate. ``--autoscale results/k_autoscale``: the auto-scaling study's table.
 Every number the README's K-tier section quotes comes from here.
 """
 
@@ -117,23 +119,87 @@ def report(folder: Path) -> str:
     )
 
 
+def attainment_bound(slos: list[str]) -> float:
+    """The per-tier attainment share a capacity grid's bounds ask for (``tier*.attainment>=0.9``)."""
+    shares = {float(slo.split(">=")[1]) for slo in slos if slo.startswith("tier*.attainment>=")}
+    if len(shares) != 1:
+        raise ValueError(f"the grid's bounds {slos} name no single per-tier attainment share")
+    return shares.pop()
+
+
+def floor_report(floor: Path, folder: Path, bounds: list[float]) -> str:
+    """The SLO floor: with no load, the worst tier's share of requests meeting its SLO, per
+    mix and K (mean over seeds, the lowest seed, how many seeds fall below each bound); then
+    whether the capacity grid's searches with no rate are the (mix, K, seed)s whose floor is
+    below the grid's bound, which they must be if nothing but physics stops them."""
+    index = pd.read_parquet(floor / "index.parquet")
+    index = index[index["status"] == "ok"]
+    tiers = [column for column in index.columns if column.startswith("slo.by_tier.") and column.endswith(".attainment")]
+    index = index.assign(floor=index[tiers].min(axis=1))  # a mix with K tiers has NaN past tier K - 1
+    lines = [
+        "| mix | K | worst tier, mean | lowest seed | " + " | ".join(f"seeds < {b:g}" for b in bounds) + " |",
+        "|---|---|---|---|" + "---|" * len(bounds),
+    ]
+    for (mix, k), rows in index.groupby([MIX, TIERS], sort=False):
+        below = " | ".join(str(int((rows["floor"] < b).sum())) for b in bounds)
+        lines.append(f"| {mix} | {k} | {rows['floor'].mean():.3f} | {rows['floor'].min():.3f} | {below} |")
+    overall = index[index[TIERS] == 1].drop_duplicates("seed")["slo.overall.attainment"]  # K = 1: all tier 0
+    meta = json.loads((folder / "capacity_grid.json").read_text())
+    bound = attainment_bound(meta["slos"])
+    searches = pd.read_parquet(folder / "searches.parquet")
+    keys = [MIX, TIERS, "seed"]
+    unmet = set(searches.loc[searches["answer"] == "none", keys].itertuples(index=False, name=None))
+    floored = set(index.loc[index["floor"] < bound, keys].itertuples(index=False, name=None))
+    every = searches.groupby(keys)["answer"].apply(lambda answers: bool((answers == "none").all()))
+    unanimous = sum(bool(every[key]) for key in unmet)
+    return "\n\n".join(
+        [
+            f"{floor.name}: {len(index)} runs, seeds {index['seed'].nunique()}; all requests meeting the "
+            f"tier-0 SLO with no load: {overall.mean():.3f} (seeds {overall.min():.3f}–{overall.max():.3f})",
+            "\n".join(lines),
+            f"{meta['name']}'s bound {bound:g}: (mix, K, seed)s with no rate found: {len(unmet)} "
+            f"(every scheme in {unanimous}); no-load floor below the bound: {len(floored)}; "
+            f"in both: {len(unmet & floored)}",
+        ]
+    )
+
+
 AUTOSCALE_METRICS = ("slo.overall.attainment", "slo.tiers_met", "cost.gpu_hours", "slo.overall.attainment_per_gpu_hour")
 
 
 def autoscale_report(folder: Path) -> str:
-    """``k_autoscale``'s sweep index: per scheme, the means over every cell and seed, and
-    the paired ratio of attainment per GPU-hour to INFaaS++ (same cell and seed) as the
-    median and range over the runs."""
+    """``k_autoscale``'s sweep index: per scheme, the means over every distinct configuration
+    (K = 1 once) and seed; then its
+    attainment per GPU-hour paired with INFaaS++'s (same cell and seed, so the same requests):
+    per distinct (K, mix) configuration the geometric-mean ratio over the seeds with its
+    Student-t 95% interval, counted above, below or across 1, with the median and range of
+    those ratios."""
     index = pd.read_parquet(folder / "index.parquet")
-    index = index[index["status"] == "ok"]
-    keys = [TIERS, MIX, "seed"]
+    index = distinct(index[index["status"] == "ok"])
+    keys = [TIERS, MIX]
     metric = "slo.overall.attainment_per_gpu_hour"
-    base = index[index["scheduler"] == "infaas++"].set_index(keys)[metric]
-    lines = ["| scheme | runs | " + " | ".join(AUTOSCALE_METRICS) + " | vs INFaaS++ (median, range) |", "|---|---|" + "---|" * (len(AUTOSCALE_METRICS) + 1)]
+    base = index[index["scheduler"] == "infaas++"].set_index([*keys, "seed"])[metric]
+    header = " | ".join(AUTOSCALE_METRICS)
+    lines = [
+        f"| scheme | runs | {header} | configurations | above 1 | below 1 | across 1 | ratio to INFaaS++ (median, range) |",
+        "|---|---|" + "---|" * (len(AUTOSCALE_METRICS) + 5),
+    ]
     for scheme, rows in index.groupby("scheduler", sort=False):
-        ratio = rows.set_index(keys)[metric] / base
         means = " | ".join(f"{rows[m].mean():.3f}" for m in AUTOSCALE_METRICS)
-        lines.append(f"| {scheme} | {len(rows)} | {means} | {ratio.median():.3f} ({ratio.min():.3f}–{ratio.max():.3f}) |")
+        if scheme == "infaas++":
+            lines.append(f"| {scheme} | {len(rows)} | {means} | {rows.groupby(keys).ngroups} | – | – | – | – |")
+            continue
+        ratios, lows, highs = [], [], []
+        for _, cell in rows.groupby(keys, sort=False):
+            cell = cell.set_index([*keys, "seed"])[metric]
+            ratio, low, high = paired_ratio(cell, base.loc[cell.index])
+            ratios.append(ratio), lows.append(low), highs.append(high)
+        above, below = sum(low > 1 for low in lows), sum(high < 1 for high in highs)
+        spread = pd.Series(ratios)
+        lines.append(
+            f"| {scheme} | {len(rows)} | {means} | {len(ratios)} | {above} | {below} | {len(ratios) - above - below} | "
+            f"{spread.median():.3f} ({spread.min():.3f}–{spread.max():.3f}) |"
+        )
     return "\n".join(lines)
 
 
@@ -141,8 +207,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="a capacity grid's results (results/k_capacity)")
     parser.add_argument("--autoscale", action="store_true", help="the folder is k_autoscale's sweep")
+    parser.add_argument("--floor", type=Path, help="slo_floor's sweep: the no-load attainment against the bound")
+    parser.add_argument(
+        "--bounds", type=lambda text: [float(b) for b in text.split(",")], default=[0.9, 0.95, 0.99],
+        help="the attainment shares the floor table counts seeds below (default 0.9,0.95,0.99)",
+    )
     args = parser.parse_args(argv)
-    print(autoscale_report(args.folder) if args.autoscale else report(args.folder))
+    if args.autoscale:
+        print(autoscale_report(args.folder))
+    elif args.floor:
+        print(floor_report(args.floor, args.folder, args.bounds))
+    else:
+        print(report(args.folder))
 
 
 if __name__ == "__main__":
