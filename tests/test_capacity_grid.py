@@ -215,7 +215,7 @@ def test_the_autoscale_smoke_grid_scales_and_judges_attainment_per_gpu_hour(tmp_
 
     run_sweep(load_grid(GRIDS / "k_autoscale_smoke.yaml"), tmp_path, jobs=1)
     index = pd.read_csv(tmp_path / "index.csv")
-    assert len(index) == 2 and (index["status"] == "ok").all()
+    assert len(index) == 2 * 2 * 2 and (index["status"] == "ok").all()
     # the bursts make every scheme scale out, so its GPU-hours are its own
     assert (index["scaling.actions.scale_out"] > 0).all()
     assert (index["cost.average_instances"] != 2).all()

@@ -10,7 +10,7 @@ from tests.sweep_support import REPO, execute_notebook, images_and_errors
 
 NOTEBOOKS = REPO / "notebooks"
 READS = {
-    "k_study": ["k_study_smoke"],
+    "k_study": ["k_study_smoke", "k_autoscale_smoke"],
     "paper": ["paper_smoke"],
     "migration": ["paper_smoke"],
     "stress": ["stress_smoke"],
