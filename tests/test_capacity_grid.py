@@ -312,3 +312,45 @@ def test_the_autoscale_report_pairs_each_configuration_with_infaas_seed_by_seed(
     assert row.split(" | ")[6:10] == ["3", "2", "0", "1"]
     assert row.endswith("| 1.100 (0.996–1.100) |")
     assert "| infaas++ | 15 | 0.800 |" in text  # 3 configurations x 5 seeds
+
+
+def test_mixes_that_split_the_tiers_alike_are_one_configuration():
+    from sim.sweep.capacity_report import distinct
+
+    cells = pd.DataFrame(
+        [(k, mix, "llumnix") for k in (1, 2, 3, 10) for mix in ("uniform", "gaussian", "enterprise")],
+        columns=["workload.priority.tiers", "workload.priority.sampler", "scheduler"],
+    )
+    kept = distinct(cells)
+    by_k = kept.groupby("workload.priority.tiers")["workload.priority.sampler"].apply(list).to_dict()
+    # K = 1: one tier; K = 2: Gaussian = uniform (1/2 each); K = 10: enterprise = uniform (10% each)
+    assert by_k == {1: ["uniform"], 2: ["uniform", "enterprise"], 3: ["uniform", "gaussian", "enterprise"],
+                    10: ["uniform", "gaussian"]}
+
+
+@pytest.mark.parametrize(
+    ("gain", "noise", "verdict"),
+    [(1.3, 0.02, "yes"), (1.0, 0.05, "not separated"), (0.7, 0.02, "no: one tier is best")],
+)
+def test_more_tiers_help_only_where_the_widened_interval_clears_one_tier(gain, noise, verdict):
+    """With gain 1.0 the best of nine equal K >= 2 (here K = 4) beats one tier by luck: its
+    plain 95% interval lies above 1, the widened one does not."""
+    import numpy as np
+
+    from sim.sweep.capacity_grid import paired_ratio
+    from sim.sweep.capacity_report import best_k
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for seed in range(10):
+        shared = rng.lognormal(0, 0.1)  # what K's runs of one seed share: its requests
+        for k in range(1, 11):
+            scale = gain if k >= 2 else 1.0
+            rows.append({"scheduler": "llumnix", "workload.priority.sampler": "uniform", "workload.priority.tiers": k,
+                         "seed": seed, "rate_per_gpu": 0.5 * shared * scale * rng.lognormal(0, noise)})
+    searches = pd.DataFrame(rows)
+    line = best_k(searches, ["llumnix"]).splitlines()[-1]
+    assert line.endswith(f"| {verdict} |"), line
+    if gain == 1.0:
+        per_seed = searches.pivot_table(index="seed", columns="workload.priority.tiers", values="rate_per_gpu")
+        assert paired_ratio(per_seed[4], per_seed[1])[1] > 1  # unwidened, luck would pass for a gain

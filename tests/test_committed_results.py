@@ -35,7 +35,20 @@ def test_every_committed_study_opens_in_a_fresh_clone_with_all_its_seeds(clone):
         assert len(sweep.aggregate) == len(sweep.index.groupby(sweep.columns, dropna=False))
         assert sum(f.stat().st_size for f in (results / study).rglob("*") if f.is_file()) < MAX_BYTES
     assert len(open_sweep("k_study", results).meta["seeds"]) >= 10
+    assert len(open_sweep("k_autoscale", results).meta["seeds"]) >= 10
+    assert len(open_sweep("slo_floor", results).meta["seeds"]) >= 10
     assert len(open_sweep("paper", results).meta["seeds"]) >= 5
+
+
+def test_the_committed_capacity_answer_has_ten_seeds_for_every_search():
+    import json
+
+    import pandas as pd
+
+    meta = json.loads((REPO / "results" / "k_capacity" / "capacity_grid.json").read_text())
+    searches = pd.read_parquet(REPO / "results" / "k_capacity" / "searches.parquet")
+    assert len(meta["seeds"]) >= 10
+    assert (searches.groupby(["workload.priority.tiers", "workload.priority.sampler", "scheduler"]).size() == len(meta["seeds"])).all()
 
 
 @pytest.mark.parametrize("study, table", [("paper", "migrations"), ("stress", "cluster")])

@@ -3,9 +3,9 @@
 ``python -m sim.sweep.capacity_report results/k_capacity`` prints, per tier mix, capacity
 per GPU against K for every scheme (mean over seeds, Student-t 95% interval) and its paired
 ratio to the baseline; then, per scheme, in how many distinct configurations that ratio's
-interval lies above 1, below 1 or across it (K = 1 is one configuration whatever the mix:
-every request is tier 0), and, per (K, mix), whether the best scheme's paired ratio to the
-runner-up excludes 1. ``--floor results/slo_floor``: how much of each tier meets the SLOs
+interval lies above 1, below 1 or across it (K = 1 is one configuration whatever the mix,
+every request being tier 0, and so are other mixes that split K tiers alike), and, per
+(K, mix), whether the best scheme's paired ratio to the runner-up excludes 1; per scheme and mix, the best K against K = 1. ``--floor results/slo_floor``: how much of each tier meets the SLOs
 with no load (``experiments/grids/slo_floor.yaml``), against the grid's bound and the searches
 that found no rate. ``--autoscale results/k_autoscale``: the auto-scaling study's table.
 Every number the README's K-tier section quotes comes from here.
@@ -18,9 +18,12 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sim.sweep.capacity_grid import paired_ratio
+from sim.sweep.stats import LEVEL, ratio_interval
+from sim.workload.priority import tier_weights
 
 TIERS, MIX = "workload.priority.tiers", "workload.priority.sampler"
 
@@ -49,8 +52,14 @@ def mix_tables(index: pd.DataFrame, column: str, schemes: list[str], digits: int
 
 
 def distinct(index: pd.DataFrame) -> pd.DataFrame:
-    """The rows of distinct configurations: K = 1 once (its mixes are the same runs)."""
-    return index[(index[TIERS] != 1) | (index[MIX] == index[MIX].iloc[0])]
+    """The rows of distinct configurations: mixes that split K tiers alike
+    (``sim.workload.priority.tier_weights``) draw the same tiers, so they are the same runs,
+    counted once under the first such mix: every mix at K = 1, the Gaussian and uniform
+    mixes at K = 2, the enterprise and uniform mixes at K = 10."""
+    split = [tuple(np.round(tier_weights(mix, tiers), 12)) for mix, tiers in zip(index[MIX], index[TIERS])]
+    alike = pd.Series(split, index=index.index).map(hash)
+    rest = [column for column in ("scheduler", "seed") if column in index.columns]
+    return index[~index.assign(split=alike)[[*rest, TIERS, "split"]].duplicated()]
 
 
 def separation(index: pd.DataFrame, schemes: list[str]) -> str:
@@ -96,6 +105,30 @@ def best_schemes(index: pd.DataFrame, searches: pd.DataFrame) -> str:
     )
 
 
+def best_k(searches: pd.DataFrame, schemes: list[str]) -> str:
+    """Per scheme and mix: the K of the highest mean capacity per GPU and its paired ratio to
+    one tier (K = 1) on the same seeds (the same requests, relabelled). The best of nine
+    K ≥ 2 is picked after seeing them, so its interval is Bonferroni-widened to
+    1 − 0.05 / 9 (a 95% family over the nine): more tiers pay for themselves in GPUs only
+    where that interval lies above 1."""
+    lines = [
+        "| scheme | mix | best K | capacity per GPU | / K = 1, paired [Bonferroni t] | more tiers help |",
+        "|---|---|---|---|---|---|",
+    ]
+    for scheme in schemes:
+        for mix, rows in searches[searches["scheduler"] == scheme].groupby(MIX, sort=False):
+            per_seed = rows.pivot_table(index="seed", columns=TIERS, values="rate_per_gpu").dropna(axis=0)
+            best = per_seed.mean().idxmax()
+            family = 1 - (1 - LEVEL) / max(per_seed.shape[1] - 1, 1)
+            (ratio,), (low,), (high,) = ratio_interval((per_seed[best] / per_seed[1]).to_numpy(), level=family)
+            verdict = "no: one tier is best" if best == 1 else ("yes" if low > 1 else "not separated")
+            lines.append(
+                f"| {scheme} | {mix} | {best} | {per_seed[best].mean():.3f} | "
+                f"{_interval(ratio, low, high, 2)} | {verdict} |"
+            )
+    return "\n".join(lines)
+
+
 def report(folder: Path) -> str:
     index = pd.read_parquet(folder / "index.parquet")
     searches = pd.read_parquet(folder / "searches.parquet")
@@ -115,6 +148,10 @@ def report(folder: Path) -> str:
             mix_tables(index, "vs_baseline", schemes, 2),
             separation(index, [s for s in schemes if s != meta["baseline"].get("scheduler")]),
             best_schemes(index, searches),
+            "The best K per scheme and mix, against one tier (seeds with a capacity at every K):",
+            best_k(searches, schemes),
+            f"cost-per-latency at capacity (mean over seeds, money·s per request): "
+            f"{index['cost_per_latency'].min():.4f}–{index['cost_per_latency'].max():.4f} over {len(index)} cells",
         ]
     )
 
