@@ -4,8 +4,9 @@
 per GPU against K for every scheme (mean over seeds, Student-t 95% interval) and its paired
 ratio to the baseline; then, per scheme, in how many distinct configurations that ratio's
 interval lies above 1, below 1 or across it (K = 1 is one configuration whatever the mix,
-every request being tier 0, and so are other mixes that split K tiers alike), and, per
-(K, mix), whether the best scheme's paired ratio to the runner-up excludes 1; per scheme and mix, the best K against K = 1. ``--floor results/slo_floor``: how much of each tier meets the SLOs
+every request being tier 0, and so are other mixes that split K tiers alike); per (K, mix),
+whether the best scheme's paired ratio to the runner-up excludes 1; and per scheme and mix,
+the best K against K = 1. ``--floor results/slo_floor``: how much of each tier meets the SLOs
 with no load (``experiments/grids/slo_floor.yaml``), against the grid's bound and the searches
 that found no rate. ``--autoscale results/k_autoscale``: the auto-scaling study's table.
 Every number the README's K-tier section quotes comes from here.
@@ -206,9 +207,8 @@ AUTOSCALE_METRICS = ("slo.overall.attainment", "slo.tiers_met", "cost.gpu_hours"
 
 def autoscale_report(folder: Path) -> str:
     """``k_autoscale``'s sweep index: per scheme, the means over every distinct configuration
-    (K = 1 once) and seed; then its
-    attainment per GPU-hour paired with INFaaS++'s (same cell and seed, so the same requests):
-    per distinct (K, mix) configuration the geometric-mean ratio over the seeds with its
+    (``distinct``) and seed; then its attainment per GPU-hour paired with INFaaS++'s (same
+    cell and seed, so the same requests): per distinct (K, mix) configuration the geometric-mean ratio over the seeds with its
     Student-t 95% interval, counted above, below or across 1, with the median and range of
     those ratios."""
     index = pd.read_parquet(folder / "index.parquet")

@@ -269,8 +269,8 @@ def findings(index: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_note(index: pd.DataFrame) -> str:
-    """Why cost-per-latency (cost per request × mean e2e latency) barely moves, computed:
-    how far cost per request spreads over the cells of one load (between loads it differs
+    """What cost-per-latency (cost per request × mean e2e latency) measures, computed: how
+    far cost per request spreads over the cells of one size and load (between them it differs
     by the run's length, which no scheduler changes), and how small prefill's share of the
     mean end-to-end latency is (the rest, decode, is what the metric measures)."""
     loads = [c for c in (SIZE, RATE) if c in index.columns]
@@ -279,10 +279,10 @@ def cost_note(index: pd.DataFrame) -> str:
     spread = (cost.max() / cost.min() - 1).max()
     share = cells[PREFILL_MEAN] / cells[E2E_MEAN]
     return (
-        f"Cost-per-latency barely moves: cost per request differs by at most {spread:.1%} between two cells "
-        f"of the same load (of {len(cells)} cells: K x mix x scheduler x load), and prefill is {share.median():.1%} "
-        f"of mean end-to-end latency (median over cells; at most {share.max():.1%}), so the metric is mostly "
-        "mean decode time."
+        f"Cost-per-latency is mostly mean decode time: cost per request differs by at most {spread:.1%} between two "
+        f"cells of the same load (of {len(cells)} cells: K x mix x scheduler x {' x '.join(SHORT[c] for c in loads)}), "
+        f"and prefill is {share.median():.1%} "
+        f"of mean end-to-end latency (median over cells; at most {share.max():.1%})."
     )
 
 
