@@ -291,27 +291,33 @@ def test_sjf_and_ljf_pick_by_sequence_length_with_arrival_order_on_ties():
 
 
 # ------------------------------------------------------------------------ cadence
-def test_per_step_reports_are_scheduling_snapshots_and_an_idle_instance_keeps_its_last():
+def test_per_step_reports_are_scheduling_snapshots_and_an_idle_instance_reports_itself_empty():
     """llm_engine.py::step and llm_engine_manager.py::progress_output: one report per executed
-    step, taken when the step is scheduled and delivered when it ends; an idle instance sends
-    nothing, so the scheduler keeps seeing its last (busy) snapshot. The prose presets'
-    periodic reports see the instance empty instead."""
+    step, taken when the step is scheduled and delivered when it ends. A loop that finds
+    nothing more to run reports the instance as it is then (the artifact's early return of
+    ``step`` after a drop; INV-idle-view for the rest, where the artifact's view stays on the
+    last busy snapshot), so the view ends empty, as the prose presets' periodic reports see it."""
     from sim.engine import Simulation
     from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 
-    def final_reports(name):
-        simulation = Simulation(
+    def simulation(name):
+        return Simulation(
             make_config(cluster={"instances": 2, "kv_capacity_blocks": 100}, scheduler={"name": name}),
             LinearTimer(capacity_blocks=100),
             make_workload([0.0, 0.0], [64, 64], [3, 3]),
             transfer=make_transfer(),
         )
-        result = simulation.run()
-        assert [r.instances for r in result.requests] == [[0], [1]]  # round-robin start
-        simulation.run_until(result.end_time + 1.0)
-        return simulation.scheduler.view.reports
 
-    stale = final_reports("llumnix")
-    assert all(r.num_running == 1 and r.used_blocks == 5 for r in stale.values())  # 65 tokens
-    fresh = final_reports("llumnix-prose")
-    assert all(r.num_running == 0 and r.used_blocks == 0 for r in fresh.values())
+    # the 64-token prefill ends at 32.8 ms; the first decode step, scheduled then with a 5th
+    # block (65 tokens), ends at ~53 ms: in between the view holds the prefill's snapshot
+    during = simulation("llumnix")
+    during.run_until(0.04)
+    assert during.llumlet(0).ledger.allocated == 5
+    assert during.scheduler.view.reports[0].used_blocks == 4 and during.scheduler.view.reports[0].num_running == 1
+
+    for name in ("llumnix", "llumnix-prose"):
+        run = simulation(name)
+        result = run.run()
+        assert [r.instances for r in result.requests] == [[0], [1]]  # round-robin start
+        run.run_until(result.end_time + 1.0)
+        assert all(r.num_running == 0 and r.used_blocks == 0 for r in run.scheduler.view.reports.values())

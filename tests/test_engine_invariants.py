@@ -156,8 +156,8 @@ def build(s) -> Simulation:
 
 def check_conserved(s) -> None:
     """Run a scenario to its end (the watchdog fails a run that hangs) and check that every
-    request, block and migration is accounted for, and that no instance was removed while a
-    migration touched it."""
+    request, block and migration is accounted for, that no idle instance stayed busy in the
+    scheduler's view, and that no instance was removed while a migration touched it."""
     simulation = build(s)
     result = simulation.run()
     # every request arrived and ended exactly once (the engine raises on a second ending)
@@ -170,6 +170,9 @@ def check_conserved(s) -> None:
         else:
             assert request.abort_reason in ALLOWED_ABORTS
     assert result.leaked_blocks == 0  # on every instance, removed ones included
+    # INV-idle-view: checked at the end of every idle stretch (strict with check_every_step:
+    # a stale view raises there); none of them counted a second
+    assert result.stale_idle_seconds == 0.0
     for instance in simulation.live_ids:
         ledger = simulation.llumlet(instance).ledger
         assert ledger.allocated == 0 and ledger.reserved == 0 and ledger.free == ledger.capacity
@@ -188,6 +191,7 @@ def check_conserved(s) -> None:
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
         ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
         ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
+        ("idle stretches checked against the view", result.idle_stretches > 0),
         ("SLO-driven migration committed", s["slo_migration"] and committed > 0),
         ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),

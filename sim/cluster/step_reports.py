@@ -6,6 +6,13 @@ demand absorbed, the rule's cached load) is settled at the next dispatch
 (``GlobalScheduler._settle``), once however many reports an instance filed since. Reports
 are also counted over the whole cluster: every ``pairing_every`` × instances of them, a
 pairing round.
+
+A step loop that finds nothing to run delivers the instance's state then, if the view holds
+anything else (``deliver_if_changed``): the artifact's step that drops a request and
+schedules nothing still returns the ``instance_info`` its ``schedule()`` computed after the
+drop (``vllm/simulator/llm_engine.py``, the early return of ``step``; the benchmark's
+``update_from_step`` delivers it). INV-idle-view: an idle instance's last report in the scheduler's
+view shows it idle (``sim.engine.idle_watch`` checks it).
 """
 
 from __future__ import annotations
@@ -45,3 +52,12 @@ class StepReports:
             self.delivered += 1
             if self.delivered % (self.pairing_every * len(self.live)) == 0:
                 pairing_round()
+
+    def deliver_if_changed(self, report: LoadReport) -> None:
+        """Deliver ``report`` if the view holds another state for its instance (a step loop
+        going idle: the artifact reports after a drop; INV-idle-view for the rest). An
+        instance the view has not heard of yet stays unheard: it has executed no step, and
+        dispatch goes round-robin until every instance has reported."""
+        known = self.reports.get(report[0])
+        if known is not None and known != report:
+            self.deliver(report)

@@ -64,6 +64,7 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         for instance_id, runtime in run.instances.items()
     }
     live_keys = run.migrations.live_reservation_keys()
+    watch = run.steps.idle_watch
     return SimulationResult(
         config=run.config,
         requests=run.requests,
@@ -82,4 +83,6 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         scaling_log=run.scaler.log if run.scaler is not None else [],
         fault_log=run.faults.log,
         leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in run.instances.values()),
+        idle_stretches=watch.stretches if watch is not None else 0,
+        stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,
     )

@@ -8,6 +8,7 @@ from typing import Any, Callable, Final, Optional
 import simpy
 
 from sim.cluster.step_reports import StepReports
+from sim.engine.idle_watch import IdleWatch
 from sim.engine.result import BatchRecord
 from sim.instance.batch import Batch
 from sim.instance.llumlet import Llumlet
@@ -39,6 +40,7 @@ class StepLog:
     check_every_step: bool = False  # verify block conservation after every iteration (tests)
     # per-step load reports: the state at a step's scheduling, delivered when it ends
     step_reports: Optional[StepReports] = None
+    idle_watch: Optional[IdleWatch] = None  # INV-idle-view: idle stretches against the view
     batches: int = 0
     batch_log: list[BatchRecord] = field(default_factory=list)
 
@@ -88,6 +90,8 @@ class StepLoop:
             pending = self._pending
             if pending is not None and pending.callbacks is not None:
                 pending.callbacks.remove(self._step)
+            if self.log.idle_watch is not None:
+                self.log.idle_watch.forget(self.llumlet.id)
 
     def _step(self, event: simpy.Event) -> None:
         runtime, batches = self.runtime, self.batches
@@ -113,6 +117,7 @@ class StepLoop:
             wake = runtime.wake = env.event()
             wake.callbacks.append(self._step)
             self._pending = wake
+            self._went_idle()
             return
         batches.busy = True
         if self._step_reports is not None:
@@ -126,3 +131,18 @@ class StepLoop:
         batch_end = self._pending = self._batch_end
         batch_end.callbacks = self._batch_end_callbacks
         env.schedule(batch_end, NORMAL, duration)
+
+    def _went_idle(self) -> None:
+        """Nothing to run: the scheduler hears the instance as it is now if its view holds
+        anything else (after a drop, as the artifact's early return of ``step`` reports;
+        after the last request finished or migrated out too, which the artifact leaves
+        stale: INV-idle-view, ``sim.engine.idle_watch``), and an empty instance starts an
+        idle stretch. The wake event is already set, so whatever the report starts may wake
+        this loop."""
+        llumlet = self.llumlet
+        step_reports = self._step_reports
+        if step_reports is not None:
+            step_reports.deliver_if_changed(self.reporter.report())
+        watch = self.log.idle_watch
+        if watch is not None and self.alive and llumlet.is_empty and not llumlet.ledger.reserved:
+            watch.idle(llumlet.id, self.env.now)

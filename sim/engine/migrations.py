@@ -36,6 +36,7 @@ class MigrationLauncher:
         stage_fails: Callable[[], bool],
         handshake_timeout: float,
         on_commit: Callable[[int], None],
+        on_start: Callable[[int], None] = lambda destination_id: None,
     ) -> None:
         self.env = env
         self.settings = settings
@@ -44,6 +45,7 @@ class MigrationLauncher:
         self.stage_fails = stage_fails
         self.handshake_timeout = handshake_timeout
         self.on_commit = on_commit  # called with the source id: it may go on migrating
+        self.on_start = on_start  # called with the destination id: it expects a request now
         self.records: list[MigrationRecord] = []
         self._processes: list = []
 
@@ -65,6 +67,7 @@ class MigrationLauncher:
         ends = source.endpoint, destination.endpoint
         for end in ends:  # taken now: nothing later this instant can remove either
             end.in_flight += 1
+        self.on_start(destination.id)
         self._processes.append(self.env.process(self._run(*ends, request, record)))
         return record
 

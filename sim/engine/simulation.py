@@ -28,6 +28,7 @@ from sim.config import PoolConfig, SimulationConfig
 from sim.config.schema import AdaptiveHeadroomConfig
 from sim.engine import inspection
 from sim.engine.faults import FaultInjector
+from sim.engine.idle_watch import IdleWatch
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
 from sim.engine.result import LoadSample, SimulationResult
@@ -112,6 +113,14 @@ class Simulation:
             else None
         )
         self.steps = StepLog(record_batches, check_every_step, self.step_reports)
+        self._next_tick = 0.0  # when the tick next runs (periodic reports are due then)
+        if self.step_reports is not None or not self.scheduler.reports_per_step:  # a view is read
+            self.steps.idle_watch = IdleWatch(
+                self.scheduler.view.reports,
+                (lambda now: now) if self.step_reports is not None else (lambda now: self._next_tick),
+                lambda: self.fallback_kind is None,
+                strict=check_every_step,
+            )
         self.requests: list[Request] = []
         self.load_samples: list[LoadSample] = []
         self._next_sample = 0.0  # when the tick next samples the cluster
@@ -134,6 +143,7 @@ class Simulation:
             stage_fails=lambda: self.faults.stage_fails(),
             handshake_timeout=config.migration.prealloc_timeout,
             on_commit=self._after_commit,
+            on_start=self._end_idle_stretch,
         )
         self.scaler = (
             Scaler(
@@ -324,9 +334,17 @@ class Simulation:
         runtime.loop.stop()
 
     def _wake(self, runtime: InstanceRuntime) -> None:
-        """Resume an idle instance's step loop after work arrived."""
+        """Resume an idle instance's step loop after work arrived (its idle stretch ends
+        now, before any report of the work that woke it)."""
         if runtime.wake is not None and not runtime.wake.triggered:
+            self._end_idle_stretch(runtime.llumlet.id)
             runtime.wake.succeed()
+
+    def _end_idle_stretch(self, instance_id: int) -> None:
+        """Work is on its way to the instance (a request, or a migration that will reserve
+        blocks on it without waking it): it is no longer idle (INV-idle-view)."""
+        if self.steps.idle_watch is not None:
+            self.steps.idle_watch.ended(instance_id, self.env.now)
 
     def _wake_endpoint(self, endpoint: MigrationEndpoint) -> None:
         self._wake(self.instances[endpoint.id])
@@ -382,6 +400,7 @@ class Simulation:
             )
             for job in jobs:
                 job(now, reports)
+            self._next_tick = now + interval
             yield self.env.timeout(interval)
 
     def _tick_jobs(self, progress: Callable[[float], None] | None) -> list:
@@ -492,6 +511,8 @@ class Simulation:
                     self.watchdog.run(env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
+        if self.steps.idle_watch is not None:
+            self.steps.idle_watch.close(env.now)
         if self.all_done.triggered:
             inspection.check_all_ended(self)
         return inspection.result(self, wallclock.perf_counter() - started, interrupted)

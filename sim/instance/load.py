@@ -47,6 +47,12 @@ class LoadReport(NamedTuple):
         return self.capacity_blocks - self.used_blocks - self.reserved_blocks
 
 
+def reports_idle(report: LoadReport) -> bool:
+    """The report shows an instance that holds nothing: no request running or queued, no
+    block allocated or reserved (INV-idle-view asks this of an idle instance's last report)."""
+    return not (report.num_running or report.num_waiting or report.used_blocks or report.reserved_blocks)
+
+
 def freeness_full(report: LoadReport, reservation: float | None = None) -> float:
     """F over every virtual usage (dispatch and migration): physical and reserved blocks,
     priority reservation (by default the tier headroom the instance charges), the

@@ -150,6 +150,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"fragmented memory {summary['fragmentation']['mean_fraction'] * 100:.2f}%",
         _speed_line(simulation),
     ]
+    view = summary.get("scheduler_view")  # runs stored before it was recorded have none
+    if view:
+        lines.append(
+            f"scheduler view: {view['stale_idle_instance_seconds']:.1f} instance-s idle while it showed "
+            f"the instance busy ({view['idle_stretches']} idle stretches checked)"
+        )
     migration = summary["migration"]
     if migration["total"]:
         aborts = ", ".join(f"{reason} {n}" for reason, n in migration["abort_reasons"].items())

@@ -1,0 +1,126 @@
+"""INV-idle-view: an idle instance's last report in the scheduler's view shows it idle.
+
+An instance that dropped a request (it outgrew every block) used to keep the report taken
+before the drop, full, and serve nothing for the rest of the run; the artifact's step that
+drops a request still reports the instance after the drop (``vllm/simulator/llm_engine.py``,
+the early return of ``step``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from sim.config import load_config
+from sim.engine import Simulation
+from sim.engine.idle_watch import IdleWatch, StaleViewError
+from sim.instance.load import LoadReport
+from sim.instance.request import RequestState
+from sim.metrics import write_run
+from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
+
+# per-step reports (the artifact's cadence) and periodic ones (the paper's prose)
+PRESETS = ["llumnix", "infaas++", "llumnix-base", "llumnix-prose", "llumnix-prose-base", "round-robin"]
+
+
+def dropped_then_freest(scheduler: str) -> Simulation:
+    """Request 0 grows past all 20 blocks of its instance and is aborted
+    ``exceeds_instance_limits`` at ~4.5 s (100-token prompt, 1,000 tokens asked); the other
+    instance holds request 1 (17 blocks) until ~5.2 s. Request 2 arrives at 5.0 s: the
+    instance that dropped request 0 is empty, the freest, and must get it."""
+    config = make_config(
+        cluster={"instances": 2, "kv_capacity_blocks": 20, "watermark_fraction": 0.0, "max_batched_tokens": 2048},
+        # no migration: where each request runs is where it was dispatched
+        scheduler={"name": scheduler, "load_report_interval": 0.25, "pairing": "none"},
+    )
+    workload = make_workload([0.0, 0.05, 5.0, 5.1], [100, 16, 40, 40], [1000, 250, 20, 20])
+    return Simulation(config, LinearTimer(capacity_blocks=20), workload, transfer=make_transfer(), check_every_step=True)
+
+
+@pytest.mark.parametrize("scheduler", [p for p in PRESETS if p != "round-robin"])
+def test_an_instance_that_dropped_a_request_is_dispatched_to_when_it_is_the_freest(scheduler):
+    simulation = dropped_then_freest(scheduler)
+    result = simulation.run()
+    dropped, busy, later = result.requests[0], result.requests[1], result.requests[2]
+    dropped_on, busy_on = dropped.instances[0], busy.instances[0]
+    assert dropped_on != busy_on
+    assert dropped.state is RequestState.ABORTED and dropped.abort_reason == "exceeds_instance_limits"
+    assert dropped.finish_time < later.arrival < busy.finish_time  # the other is still busy then
+    assert later.instances[0] == dropped_on
+    assert result.stale_idle_seconds == 0.0 and result.idle_stretches > 0
+
+
+@pytest.mark.parametrize("scheduler", PRESETS)
+def test_no_idle_instance_is_shown_busy_on_any_preset(scheduler):
+    """The summary's figure is 0 on every scheduler preset, over a run whose instances go
+    idle often (bursts with gaps), drop requests and preempt."""
+    n = 120
+    arrival = [0.5 * (i // 10) * 4 + 0.01 * i for i in range(n)]  # bursts of 10, 2 s apart
+    prompt = [50 + 37 * i % 300 for i in range(n)]
+    output = [1000 if i % 17 == 0 else 20 + 13 * i % 200 for i in range(n)]  # some outgrow 40 blocks
+    config = make_config(
+        cluster={"instances": 3, "kv_capacity_blocks": 40, "watermark_fraction": 0.0, "max_batched_tokens": 2048},
+        scheduler={"name": scheduler, "load_report_interval": 0.25},
+    )
+    result = Simulation(
+        config, LinearTimer(capacity_blocks=40), make_workload(arrival, prompt, output), transfer=make_transfer()
+    ).run()
+    assert any(r.abort_reason == "exceeds_instance_limits" for r in result.requests)
+    if scheduler != "round-robin":  # round-robin reads no report with per-step reports
+        assert result.idle_stretches >= 5
+    assert result.stale_idle_seconds == 0.0
+
+
+def report(instance_id: int, running: int, used: int) -> LoadReport:
+    return LoadReport(instance_id, 20, used, 0, running, 0, 0, 0)
+
+
+def test_the_watch_counts_the_seconds_after_the_report_was_due_and_strict_raises():
+    view = {0: report(0, 1, 20), 1: report(1, 0, 0)}
+    watch = IdleWatch(view, report_due=lambda now: now + 0.5, view_in_use=lambda: True)
+    watch.idle(0, 10.0)
+    watch.idle(1, 10.0)
+    watch.ended(0, 14.0)  # idle 10..14, heard of from 10.5 on, still shown full: 3.5 s
+    watch.ended(1, 14.0)  # shown idle: nothing
+    watch.idle(0, 20.0)
+    watch.ended(0, 20.25)  # ended before its report was due: nothing
+    assert watch.stretches == 3 and watch.stale_idle_seconds == pytest.approx(3.5)
+    down = IdleWatch(view, report_due=lambda now: now, view_in_use=lambda: False)
+    down.idle(0, 0.0)
+    down.close(5.0)  # the scheduler is down: nobody reads the view, nothing counts
+    assert down.stale_idle_seconds == 0.0
+    strict = IdleWatch(view, report_due=lambda now: now, view_in_use=lambda: True, strict=True)
+    strict.idle(0, 1.0)
+    with pytest.raises(StaleViewError, match="instance 0 idle from 1.000 s"):
+        strict.close(2.0)
+
+
+def test_in_the_quickstart_no_instance_idles_while_requests_arrive_and_others_work(tmp_path):
+    """The quickstart's own config (seed 0: request 1582 outgrows instance 3's blocks at
+    ~271 s): from its samples, no instance holds nothing for more than one sampling interval
+    while requests still arrive and another instance has requests queued or running."""
+    config = load_config("experiments/configs/quickstart.yaml")
+    simulation = Simulation(config)
+    result = simulation.run()
+    assert any(r.abort_reason == "exceeds_instance_limits" for r in result.requests)
+    write_run(result, tmp_path / "run", plots=False)
+    instances = pd.read_csv(tmp_path / "run" / "instances.csv")
+    interval = config.output.timeseries_interval
+    last_arrival = max(r.arrival for r in result.requests)
+    work = instances["running"] + instances["queue_length"]
+    instances["empty"] = (work == 0) & (instances["used_blocks"] == 0)
+    busy_elsewhere = instances.assign(work=work).groupby("time")["work"].transform("sum") - work > 0
+    # from each instance's first request on (the first dispatches go round-robin until every
+    # instance has reported, 15 down to 0, over the first ~2 s) until the last arrival
+    first_work = instances[~instances["empty"]].groupby("instance")["time"].min()
+    serving = instances["time"] >= instances["instance"].map(first_work)
+    suspect = instances[instances["empty"] & busy_elsewhere & serving & (instances["time"] <= last_arrival)]
+    longest = 0.0
+    for _, samples in suspect.groupby("instance"):
+        times = samples["time"].to_numpy()
+        start = times[0]
+        for previous, current in zip(times, times[1:]):
+            if current - previous > interval * 1.5:  # a gap: the stretch ended
+                start = current
+            longest = max(longest, current - start)
+    assert longest <= interval, f"an instance sat empty for {longest:.1f} s while others worked"
+    assert result.stale_idle_seconds == 0.0
