@@ -132,9 +132,9 @@ def test_mean_interval_is_students_t():
 
 # ------------------------------------------------------------------ the smoke grid, real runs
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    out = tmp_path_factory.mktemp("k_capacity_smoke")
-    outcome, index = run_capacity_grid(load_capacity_grid(SMOKE), out, jobs=1)
+def smoke(smoke_results):
+    out = smoke_results(SMOKE.stem)
+    outcome, index = smoke_results.outcomes[SMOKE.stem]
     return out, outcome, index
 
 
