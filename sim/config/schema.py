@@ -378,7 +378,7 @@ class OutputConfig:
     timeseries_interval: float = 1.0  # seconds between instance samples
     plots: bool = True
     timeline: bool = False  # write timeline.json (Perfetto / chrome://tracing): batches and migrations
-    progress: Optional[bool] = None  # None: show a progress bar on a terminal
+    progress: Optional[bool] = None  # False: none; else a bar on a terminal, lines in a log
 
     RANGES: ClassVar[dict[str, Range]] = {"timeseries_interval": Range(0.001, 1e6, "s")}
 

@@ -32,11 +32,11 @@ from sim.config.limits import MAX_SEEDS
 from sim.engine.watchdog import SimulationStalled
 from sim.files import atomic_write, strict_json
 from sim.metrics.summary import LATENCY_METRICS
+from sim.progress import Progress
 from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import normalize, run_key
-from sim.sweep.progress import Progress
 from sim.sweep.store import RunStore
 
 _SLO = re.compile(r"(?:tier(\d+|\*)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
@@ -265,7 +265,7 @@ def search_capacity(
 ) -> Capacity:
     """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``;
     every point's runs come from the store unless missing (or, with ``recompute_stale``,
-    made by other code). ``progress`` shows the runs on stderr (``sim.sweep.progress``;
+    made by other code). ``progress`` shows the runs on stderr (``sim.progress``;
     once bracketed, the ETA counts the bisection steps left)."""
     slos = for_tiers(slos, config.workload.priority.tiers)
     check_search(config, slos, seeds, low, high, tolerance)
