@@ -31,6 +31,7 @@ from sim.config import ArrivalConfig, ConfigError, SimulationConfig, from_dict, 
 from sim.config.limits import MAX_SEEDS
 from sim.engine.watchdog import SimulationStalled
 from sim.files import atomic_write, strict_json
+from sim.metrics.cost import average_gpus
 from sim.metrics.summary import LATENCY_METRICS
 from sim.progress import Progress
 from sim.sweep.backends import RunError, Task, execute
@@ -233,7 +234,7 @@ def judge(rate: float, slos: Sequence[Slo], summaries: Sequence[dict[str, Any]])
     the mean over them, whether every SLO holds on it, GPUs and cost (means)."""
     values = {slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in slos}
     meets = all(slo.holds(values[slo.name]) for slo in slos)  # NaN fails
-    gpus = [s["cost"]["average_instances"] * s["cost"]["gpus_per_instance"] for s in summaries]
+    gpus = [average_gpus(s["cost"]) for s in summaries]
     return Point(
         rate,
         values,
@@ -369,6 +370,15 @@ def check_search(
                 f"--slo {slo.name}: no tier {slo.tier} (workload.priority.tiers={tiers}: tiers "
                 f"0..{tiers - 1})"
             )
+    # capacity.json and the table keep one value and one bound per metric: a second bound
+    # on it would be judged but not shown (the looser one shown)
+    seen: dict[str, Slo] = {}
+    for slo in slos:
+        if slo.name in seen:
+            raise ConfigError(
+                f"--slo {slo.name}: bounded twice ({seen[slo.name].text} and {slo.text}); give one bound per metric"
+            )
+        seen[slo.name] = slo
 
 
 def _bracket(low, high, start):
