@@ -1,5 +1,6 @@
 """The notebooks' plotting helpers: axes in words with units, whole ticks for counts,
-every time bin present, speed-ups on a log axis, run timelines as heatmaps over instances."""
+every time bin present, speed-ups on a log axis, run timelines as heatmaps over instances
+on one time axis."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from sim.metrics.plots import _heatmap  # noqa: E402
+from sim.metrics.plots import _heatmap, timeline_figure  # noqa: E402
 from sim.sweep.findings import plot_speedups_vs_k  # noqa: E402
 from sim.sweep.plots import axis_label, migrations_over_time, plot_lines  # noqa: E402
 
@@ -89,3 +90,19 @@ def test_a_capacity_index_is_found_by_name_and_its_per_gpu_column_by_its_name(tm
     assert capacity_column(open_capacity("k_capacity", tmp_path)) == "rate_per_gpu"
     with pytest.raises(KeyError, match="one per-GPU capacity column"):
         capacity_column(cells.drop(columns="rate_per_gpu"))
+
+
+def test_the_timeline_heatmaps_and_the_panel_below_share_one_time_axis():
+    times = np.arange(0.0, 10.0)
+    instances = pd.DataFrame({"time": np.repeat(times, 2), "instance": [0, 1] * 10,
+                              "used_blocks": np.arange(20), "queue_length": np.arange(20) % 3})
+    cluster = pd.DataFrame({"time": times, "instances": 2, "fragmented_fraction": 0.1})
+    fig = timeline_figure(instances, cluster, capacity_blocks=20)
+    fig.tight_layout()
+    fig.canvas.draw()
+    heat_kv, heat_queue, bottom = fig.axes[:3]
+    for heatmap in (heat_kv, heat_queue):  # the colorbars once took width from the heatmaps
+        assert heatmap.get_position().x0 == pytest.approx(bottom.get_position().x0)
+        assert heatmap.get_position().x1 == pytest.approx(bottom.get_position().x1)
+        assert heatmap.get_xlim() == bottom.get_xlim()
+    plt.close(fig)
