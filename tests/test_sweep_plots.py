@@ -26,6 +26,7 @@ from sim.sweep.plots import (  # noqa: E402
     plot_lines,
     select,
     serving_figure,
+    study_folder,
 )
 
 K = "workload.priority.tiers"
@@ -130,6 +131,15 @@ def test_a_capacity_index_is_found_by_name_and_its_per_gpu_column_by_its_name(tm
     assert capacity_column(open_capacity("k_capacity", tmp_path)) == "rate_per_gpu"
     with pytest.raises(KeyError, match="one per-GPU capacity column"):
         capacity_column(cells.drop(columns="rate_per_gpu"))
+
+
+def test_a_study_is_a_name_under_the_results_folder_or_a_folder_given_as_a_path(tmp_path):
+    assert study_folder("k_study", tmp_path) == tmp_path / "k_study"  # a notebook's default
+    assert study_folder(f"{tmp_path}/mine", "elsewhere") == study_folder(tmp_path / "mine") == tmp_path / "mine"
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path}/mine: no sweep results; run llumsim sweep GRID.yaml --out"):
+        open_sweep(f"{tmp_path}/mine")
+    with pytest.raises(FileNotFoundError, match="run llumsim sweep experiments/grids/k_study.yaml --out"):
+        open_sweep("k_study", tmp_path)
 
 
 def test_an_interval_reaching_zero_is_refused_on_a_log_axis_not_clipped():

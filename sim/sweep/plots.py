@@ -30,7 +30,6 @@ from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
 RESULTS_ENV = "LLUMSIM_RESULTS"  # folder holding sweep results (default: <repo>/results)
-SMOKE_ENV = "LLUMSIM_SMOKE"  # set: open <name>_smoke instead of <name> (the notebooks' test)
 _TIER = re.compile(r"latency_by_tier\.(\d+)\.(.+)")
 _LATENCY = re.compile(r"(?:latency(?:_by_tier\.(\d+))?\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)")
 _LATENCY_WORDS = {
@@ -168,17 +167,27 @@ def results_dir(results: str | Path | None = None) -> Path:
     return Path(__file__).resolve().parents[2] / "results"
 
 
-def open_sweep(name: str, results: str | Path | None = None) -> Sweep:
-    """Read ``<results>/<name>/`` as written by ``llumsim sweep`` or committed by
-    ``sim.sweep.compact`` (no aggregate: it is computed from the index), ``_smoke`` under
-    $LLUMSIM_SMOKE."""
-    if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
-        name = f"{name}_smoke"
-    root = results_dir(results) / name
+def study_folder(study: str | Path, results: str | Path | None = None) -> Path:
+    """Where a study's results are: ``study`` itself if it is a path (a ``Path``, or a string
+    with a ``/``: e.g. the ``--out`` folder of your own sweep), else the folder of that name
+    under ``results_dir(results)`` (``"k_study"``: the committed study)."""
+    if isinstance(study, Path) or "/" in study or os.sep in study:
+        return Path(study)
+    return results_dir(results) / study
+
+
+def _missing(root: Path, study: str | Path, what: str, command: str) -> FileNotFoundError:
+    """The error for a study folder without results, with the command that makes them."""
+    grid = f"experiments/grids/{study}.yaml" if root.name == str(study) else "GRID.yaml"
+    return FileNotFoundError(f"{root}: no {what} results; run {command} {grid} --out {root}")
+
+
+def open_sweep(study: str | Path, results: str | Path | None = None) -> Sweep:
+    """Read a study folder (``study_folder``) as written by ``llumsim sweep`` or committed by
+    ``sim.sweep.compact`` (no aggregate: it is computed from the index)."""
+    root = study_folder(study, results)
     if not (root / "sweep.json").is_file():
-        raise FileNotFoundError(
-            f"{root}: no sweep results; run llumsim sweep experiments/grids/{name}.yaml"
-        )
+        raise _missing(root, study, "sweep", "llumsim sweep")
     index = ok_rows(pd.read_parquet(root / "index.parquet"))  # runs with results
     stored = root / "aggregate.parquet"
     return Sweep(
@@ -519,16 +528,14 @@ def paper_serving_figure(geometric: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
-def open_capacity(name: str = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
-    """The per-cell index ``llumsim capacity --grid`` writes to ``<results>/<name>/`` (one row
-    per cell: coordinates, the mean capacity over seeds with its interval), ``_smoke`` under
-    $LLUMSIM_SMOKE."""
-    if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
-        name = f"{name}_smoke"
-    path = results_dir(results) / name / "index.parquet"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path.parent}: no capacity results; run llumsim capacity --grid experiments/grids/{name}.yaml")
-    return pd.read_parquet(path)
+def open_capacity(study: str | Path = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
+    """The per-cell index ``llumsim capacity --grid`` writes to a study folder
+    (``study_folder``; one row per cell: coordinates, the mean capacity over seeds with its
+    interval)."""
+    root = study_folder(study, results)
+    if not (root / "index.parquet").is_file():
+        raise _missing(root, study, "capacity", "llumsim capacity --grid")
+    return pd.read_parquet(root / "index.parquet")
 
 
 def capacity_column(frame: pd.DataFrame) -> str:
