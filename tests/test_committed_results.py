@@ -59,8 +59,6 @@ def test_no_committed_run_of_the_fixed_engine_showed_an_idle_instance_busy(clone
 def test_the_committed_capacity_answer_has_ten_seeds_for_every_search():
     import json
 
-    import pandas as pd
-
     meta = json.loads((REPO / "results" / "k_capacity" / "capacity_grid.json").read_text())
     searches = pd.read_parquet(REPO / "results" / "k_capacity" / "searches.parquet")
     assert len(meta["seeds"]) >= 10
