@@ -4,9 +4,10 @@ An instance that serves nothing while the scheduler's view says it is busy is a 
 and unused: freeness dispatch never picks it, and with per-step reports an idle instance
 files no report of its own, so nothing corrects the view. The watch follows every idle
 stretch — from a step loop finding nothing to run on an instance that holds nothing (no
-request queued, running, suspended or joining, no block allocated or reserved) until the
-loop is woken (work arrived), a migration to it starts (it will reserve blocks without
-waking the loop), the instance stops, or the run ends — and at its end reads the view. A view
+request queued, running, suspended or joining, no block allocated or reserved, no migration
+to or from it in flight: a destination reserves later) until the loop is woken (work
+arrived), a migration to it starts (it will reserve blocks without waking the loop), the
+instance stops, or the run ends — and at its end reads the view. A view
 that still shows the instance holding something counts the stretch's seconds after the
 instance's first report was due (per-step reports: at once, the step that emptied it files
 one; periodic reports: the next tick), as ``stale_idle_seconds``: the summary's

@@ -152,5 +152,7 @@ class StepLoop:
             self._drops_reported = drops
             step_reports.deliver_if_changed(self.reporter.report())
         watch = self.log.idle_watch
-        if watch is not None and self.alive and llumlet.is_empty and not llumlet.ledger.reserved:
+        # empty, nothing reserved, and no migration in flight (a destination reserves later)
+        idle = llumlet.is_empty and not llumlet.ledger.reserved and not llumlet.endpoint.in_flight
+        if watch is not None and self.alive and idle:
             watch.idle(llumlet.id, self.env.now)
