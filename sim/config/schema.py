@@ -72,7 +72,7 @@ class ClusterConfig:
     watermark_fraction: float = 0.01
     overhead: OverheadConfig = field(default_factory=OverheadConfig)
     # × the GPU time of iterations without a prefill chunk (1.0: the A10 calibration, whose
-    # light-batch decode follows the Llumnix paper's Figure 4; see README "Replica model")
+    # light-batch decode follows the Llumnix paper's Figure 4; see docs/replica-model.md)
     decode_scale: float = 1.0
 
     # batch limits above what the replica model is profiled for are refused by the engine
