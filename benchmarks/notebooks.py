@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.sweep_support import execute_notebook, shipped_results  # noqa: E402
 
-# the committed study each notebook opens (the notebook's open_sweep name)
+# the committed study each notebook opens (the default of its STUDY variable)
 OPENS = {"k_study": "k_study", "paper": "paper", "migration": "paper", "stress": "stress"}
 
 
@@ -31,7 +31,7 @@ def main() -> int:
                 print(f"{name}.ipynb: no committed {study} results (needs its full sweep)")
                 continue
             start = time.perf_counter()
-            execute_notebook(name, results, smoke=False)
+            execute_notebook(name, results)
             print(f"{name}.ipynb: {time.perf_counter() - start:.1f} s against the committed {study}")
     print("command: PYTHONPATH=. .venv/bin/python benchmarks/notebooks.py")
     return 0

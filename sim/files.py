@@ -28,7 +28,12 @@ TEMP_PREFIXES = (".tmp-", ".old-")
 
 class OutputError(Exception):
     """Writing an output failed (no space, read-only, a name too long, a link loop); the
-    message names the path and the system's reason."""
+    message names the path and the system's reason, ``errno`` the system's code (None: not
+    a system error)."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 @contextmanager
@@ -37,7 +42,7 @@ def writing(path: Path | str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}", exc.errno) from None
 
 
 def check_output_folder(out_dir: Path | str, kind: str, owned: Callable[[Path], bool]) -> Path:

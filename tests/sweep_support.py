@@ -4,8 +4,9 @@ machinery rather than the simulation (it answers instantly with a known summary)
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -83,34 +84,46 @@ def shipped_results(dest: Path) -> list[str]:
     return sorted(p.parent.name for p in dest.glob("*/sweep.json"))
 
 
-def execute_notebook(name: str, results: Path, smoke: bool) -> Any:
-    """Run ``notebooks/<name>.ipynb`` against the sweeps under ``results`` (``_smoke`` ones
-    if ``smoke``) in a fresh kernel; returns the executed notebook."""
+def execute_notebook(name: str, results: Path, studies: Mapping[str, Path] | None = None) -> Any:
+    """Run ``notebooks/<name>.ipynb`` in a fresh kernel, its study names looked up under
+    ``results`` ($LLUMSIM_RESULTS), and each of ``studies`` (a variable of its parameters
+    cell -> a study folder) set in a cell after that one, as a user points it at their own
+    sweep (papermill's injected parameters); returns the executed notebook."""
     import os
 
     import nbformat
     from nbclient import NotebookClient
 
-    from sim.sweep.plots import RESULTS_ENV, SMOKE_ENV
+    from sim.sweep.plots import RESULTS_ENV
 
-    saved = {key: os.environ.get(key) for key in (RESULTS_ENV, SMOKE_ENV)}
+    notebook = nbformat.read(REPO / "notebooks" / f"{name}.ipynb", as_version=4)
+    if studies:
+        at, cell = next((i, c) for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", ()))
+        unknown = [key for key in studies if not re.search(rf"^{key} = ", cell.source, re.MULTILINE)]
+        assert not unknown, f"{name}.ipynb's parameters cell sets none of {unknown}"
+        assignments = "\n".join(f"{key} = {str(folder)!r}" for key, folder in studies.items())
+        notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(assignments, metadata={"tags": ["injected-parameters"]}))
+    saved = os.environ.get(RESULTS_ENV)
     os.environ[RESULTS_ENV] = str(results)
-    os.environ.pop(SMOKE_ENV, None)
-    if smoke:
-        os.environ[SMOKE_ENV] = "1"
     try:
-        notebook = nbformat.read(REPO / "notebooks" / f"{name}.ipynb", as_version=4)
         client = NotebookClient(
             notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}
         )
         client.execute()
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        if saved is None:
+            os.environ.pop(RESULTS_ENV, None)
+        else:
+            os.environ[RESULTS_ENV] = saved
     return notebook
+
+
+def stdout(notebook: Any) -> str:
+    """What an executed notebook printed."""
+    return "".join(
+        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", [])
+        if output.get("name") == "stdout"
+    )
 
 
 def images_and_errors(notebook: Any) -> tuple[int, list]:

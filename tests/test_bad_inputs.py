@@ -146,6 +146,20 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
         ["faults=[{kind: instance_failure, at: 1, instance: 0, probability: 0.5}]"],
         "faults[0].probability: not a key of a fault of kind instance_failure",
     ),
+    "load targets under the headroom mode": (
+        ["workload.priority.tiers=2", "scheduler.name=llumnix", "scheduler.priority.mode=headroom",
+         "scheduler.priority.load_targets=[800]"],
+        "scheduler.priority.load_targets: only the load-target priority mode reads it; this run's mode is headroom (scheduler.priority.mode)",
+    ),
+    "adaptive settings under the preset's mode": (
+        ["scheduler.priority.adaptive={step: 0.1}"],
+        "scheduler.priority.adaptive: only the adaptive-headroom priority mode reads it; this run's mode is none (the infaas++ preset's)",
+    ),
+    "an SLO quantile of zero": (["slo={ladder: {ttft: 0.5, tpot: 0.05}, quantile: 0}"], "slo.quantile: must be > 0, got 0"),
+    "a ladder that grows past a day": (
+        ["workload.priority.tiers=4", "slo={ladder: {ttft: 100, tpot: 0.05, growth: 100}}"],
+        "slo.ladder.ttft: tier 3's target is 100 x growth 100^3 = 1e+08 s, above the 86400 s a target may be",
+    ),
     "a transfer failure with a fallback": (
         ["faults=[{kind: transfer_failure, probability: 0.5, fallback: random}]"],
         "faults[0].fallback: not a key of a fault of kind transfer_failure",
@@ -165,6 +179,8 @@ BAD_CONFIG_FILES: dict[str, tuple[bytes, str]] = {
     "an alias cycle": (b"cluster: &c {overhead: *c}\n", "(line 1): alias *c refers to its own anchor (a cycle)"),
     "too many aliases": (b"a: &a 1\nb: [" + b", ".join([b"*a"] * 1001) + b"]\n", "(line 2): more than 1,000 aliases"),
     "nested 100 deep": (b"name: " + b"[" * 100 + b"]" * 100 + b"\n", "(line 1): nested more than 64 levels deep"),
+    "an empty file": (b"", "an empty config; write the keys it sets"),
+    "only comments": (b"# to do\n\n", "an empty config; write the keys it sets"),
     "over a mebibyte": (BASE.encode() + b"#" * MAX_YAML_BYTES + b"\n", f"bytes; a config or grid is at most {MAX_YAML_BYTES:,}"),
 }
 

@@ -171,6 +171,10 @@ CAPACITY_EDGES: dict[str, tuple[list[str], str]] = {
         "--slo tier0.attainment: attainment is measured against the config's targets; set slo",
     ),
     "attainment above one": (["--slo", "attainment>=1.5"], "an attainment bound must be a share in (0, 1]"),
+    "one metric bounded twice": (
+        ["--slo", "e2e_latency.mean<=10", "--slo", "e2e_latency.mean<=5"],
+        "--slo e2e_latency.mean: bounded twice (e2e_latency.mean<=10 and e2e_latency.mean<=5); give one bound per metric",
+    ),
     "no seeds": (["--seeds", "0"], "--seeds: must be in 1..1,000, got 0"),
     "a billion seeds": (["--seeds", "1000000000"], "--seeds: must be in 1..1,000, got 1000000000"),
     "NaN tolerance": (["--tolerance", "nan"], "--tolerance: must be in (0, 1), got nan"),

@@ -132,9 +132,9 @@ def test_mean_interval_is_students_t():
 
 # ------------------------------------------------------------------ the smoke grid, real runs
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    out = tmp_path_factory.mktemp("k_capacity_smoke")
-    outcome, index = run_capacity_grid(load_capacity_grid(SMOKE), out, jobs=1)
+def smoke(smoke_results):
+    out = smoke_results(SMOKE.stem)
+    outcome, index = smoke_results.outcomes[SMOKE.stem]
     return out, outcome, index
 
 
@@ -250,6 +250,7 @@ def _floor_folders(tmp_path, floors, answers):
         row.update({f"slo.by_tier.{t}.attainment": share for t, share in enumerate(shares)})
         rows.append(row)
     pd.DataFrame(rows).to_parquet(floor / "index.parquet")
+    (floor / "sweep.json").write_text("{}")  # a sweep's results, as the report checks
     searches = [
         {"workload.priority.sampler": mix, "workload.priority.tiers": k, "seed": seed, "scheduler": scheme, "answer": answer}
         for (mix, k, seed), answer in answers.items() for scheme in ("infaas++", "llumnix")
@@ -306,6 +307,7 @@ def test_the_autoscale_report_pairs_each_configuration_with_infaas_seed_by_seed(
                                  "slo.overall.attainment_per_gpu_hour": base * gain})
     (tmp_path / "k_autoscale").mkdir()
     pd.DataFrame(rows).to_parquet(tmp_path / "k_autoscale" / "index.parquet")
+    (tmp_path / "k_autoscale" / "sweep.json").write_text("{}")
     text = autoscale_report(tmp_path / "k_autoscale")
     # K = 1 is one configuration whatever the mix: 3 distinct, two 1.1x above 1, K = 1 across
     row = next(line for line in text.splitlines() if line.startswith("| llumnix |"))

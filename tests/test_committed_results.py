@@ -65,5 +65,5 @@ def test_the_kept_tables_hold_every_kept_run_and_refuse_the_others(study, table,
 @pytest.mark.parametrize("name", sorted({n for names in COMMITTED.values() for n in names}))
 def test_notebook_executes_against_the_committed_results(name, clone):
     results, _ = clone
-    images, errors = images_and_errors(execute_notebook(name, results, smoke=False))
+    images, errors = images_and_errors(execute_notebook(name, results))  # STUDY's default
     assert images >= 4 and not errors, errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ from sim.sweep.findings import (
     cost_note,
     figure,
     findings,
+    headline_figure,
     report,
     speedup_table,
     speedups,
@@ -189,3 +191,10 @@ def test_a_k_sweep_index_with_sizes_is_read_per_size_too():
 def test_the_figure_draws_every_mix_and_load_with_bands(tmp_path):
     path = figure(study(), tmp_path / "k_study.png")
     assert path.stat().st_size > 20_000  # four panels of four lines and bands, not a blank canvas
+
+
+def test_the_figure_says_which_run_size_it_draws():
+    fig = headline_figure(study(seeds=4, sizes=(10000, 15000)))
+    assert "runs of 10,000 requests only (15,000: findings.md)" in fig.get_suptitle()
+    assert "requests" not in headline_figure(study(seeds=4)).get_suptitle()  # one size: nothing to say
+    plt.close("all")

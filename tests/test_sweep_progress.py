@@ -1,15 +1,20 @@
-"""Progress of sweeps off a terminal: lines in a log every 30 s or 5% (runs done, reused,
-failed, ETA), so a sweep logged to a file shows how far it is before it ends."""
+"""Progress of sweeps and runs off a terminal: lines in a log every 30 s or 5% (runs done,
+reused, failed; a run's requests ended; ETA), so a sweep or a run logged to a file shows how
+far it is before it ends, in a bounded number of lines; on a terminal a run's bar counts
+ended requests."""
 
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import subprocess
 import sys
 
-from sim.sweep.progress import Progress
+import pytest
+
+from sim.progress import Progress, RequestProgress
 from tests.sweep_support import GRIDS, REPO
 
 LINE = re.compile(
@@ -102,3 +107,54 @@ def test_a_capacity_search_logs_its_runs_and_counts_the_bisection_left(tmp_path,
     assert lines[-1]["computed"] == str(runs) and lines[-1]["reused"] == "0"
     # once bracketed, the total counts the bisection steps still to come
     assert any(int(line["total"]) > int(line["done"]) + 2 for line in lines)
+
+
+REQUEST_LINE = re.compile(
+    r"^small: (?P<done>\d+)/(?P<total>\d+) requests \((?P<share>\d+)%\): (?P<simulated>[\d,]+) simulated s; .+, ETA .+$"
+)
+RUN = "name: small\ncluster: {instances: 2}\nscheduler: {name: llumnix}\nworkload: {source: synthetic, num_requests: 2000, arrival: {rate: 20.0}}\n"
+
+
+def test_a_run_with_stderr_in_a_file_logs_ended_requests_in_a_few_lines_and_the_same_results(tmp_path):
+    """A bar forced into a log wrote ~8,000 redraws; now a line per 5% of the requests (or
+    30 s), counting those that ended, so the count reaches the total only once the run has
+    drained; and showing progress changes nothing the run writes."""
+    config = tmp_path / "small.yaml"
+    config.write_text(RUN)
+    for flags, name in (([], "logged"), (["--quiet"], "quiet")):
+        with (tmp_path / f"{name}.log").open("w") as stderr:
+            process = subprocess.run(
+                [sys.executable, "-m", "sim", "run", str(config), "--no-plots", "--out", str(tmp_path / name), *flags],
+                cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=300,
+            )
+        assert process.returncode == 0, (tmp_path / f"{name}.log").read_text()
+    log = (tmp_path / "logged.log").read_text().splitlines()
+    lines = [m.groupdict() for m in map(REQUEST_LINE.match, log) if m]
+    assert len(lines) == len(log) and 3 <= len(lines) <= 22, log  # the start, each 5%, the end
+    done = [int(line["done"]) for line in lines]
+    summary = json.loads((tmp_path / "logged" / "summary.json").read_text())
+    ended = summary["requests"]["finished"] + summary["requests"]["aborted"]
+    assert done == sorted(done) and done[-1] == ended == int(lines[-1]["total"]) == 2000
+    assert all(d < ended for d in done[:-1]) and log[-1].endswith("ETA done")
+    simulated = [float(line["simulated"].replace(",", "")) for line in lines]
+    assert simulated == sorted(simulated) and simulated[-1] == pytest.approx(summary["simulation"]["simulated_seconds"], abs=1)
+    assert (tmp_path / "quiet.log").read_text() == ""
+    for table in ("requests.csv", "instances.csv", "migrations.csv"):
+        assert (tmp_path / "logged" / table).read_bytes() == (tmp_path / "quiet" / table).read_bytes(), table
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_runs_bar_counts_ended_requests_not_simulated_time():
+    stream = Terminal()
+    shown = RequestProgress("small", 100, stream=stream)
+    shown.advance(10, now=500.0)  # all arrived by now, most still running
+    assert shown.bar is not None and (shown.bar.n, shown.bar.total) == (10, 100)
+    shown.advance(10, now=600.0)  # none ended since: the bar stays
+    assert shown.bar.n == 10 and shown.simulated == 600.0
+    shown.advance(100, now=900.0)
+    shown.close()
+    assert shown.bar.n == 100 and "100/100" in stream.getvalue()

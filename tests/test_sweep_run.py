@@ -58,6 +58,20 @@ def assert_same_results(out: Path, reference: Path) -> None:
         assert (out / f"{stem}.csv").read_bytes() == (reference / f"{stem}.csv").read_bytes()
 
 
+@pytest.mark.parametrize("name", sorted(p.stem for p in GRIDS.glob("*_smoke.yaml")))
+def test_every_shipped_smoke_grid_runs_with_no_failed_run(name, smoke_results):
+    """What a newcomer runs first must run whole: a failed run means fewer seeds behind the
+    notebooks' intervals than the grid says."""
+    out = smoke_results(name)
+    if (out / "capacity_grid.json").exists():
+        assert json.loads((out / "capacity_grid.json").read_text())["failed"] == 0
+        assert "failed" not in set(pd.read_csv(out / "searches.csv")["answer"])
+    else:
+        meta = json.loads((out / "sweep.json").read_text())
+        assert meta["complete"] and meta["runs_failed"] == 0 and meta["runs_done"] == meta["runs"] > 0
+        assert set(pd.read_parquet(out / "index.parquet")["status"]) == {"ok"}
+
+
 def test_the_smoke_index_has_a_row_per_cell_and_seed_with_every_metric(smoke_results):
     out = smoke_results("k_sweep_smoke")
     index = pd.read_parquet(out / "index.parquet")

@@ -128,6 +128,22 @@ def test_aggregate_has_one_row_per_cell_with_mean_and_interval():
     assert (agg["latency.e2e_latency.mean"] < agg["latency.e2e_latency.mean.ci_high"]).all()
 
 
+def test_the_log_aggregate_is_a_geometric_mean_whose_interval_stays_above_zero():
+    tail = [0.5, 1.0, 2.0, 40.0]  # a heavy-tailed P99 over seeds: its t interval reaches below 0
+    index = index_frame(tail, [2.0, 4.0, 6.0, 8.0])
+    arithmetic, geometric = aggregate(index), aggregate(index, log=True)
+    column = "latency.e2e_latency.mean"
+    assert arithmetic.loc[0, f"{column}.ci_low"] < 0
+    logs = np.log(tail)
+    low, high = t_interval(logs[None, :])
+    assert geometric.loc[0, column] == pytest.approx(np.exp(logs.mean()))  # 2.51, not 10.9
+    assert (geometric.loc[0, f"{column}.ci_low"], geometric.loc[0, f"{column}.ci_high"]) == pytest.approx(
+        (np.exp(low[0]), np.exp(high[0]))
+    )
+    assert 0 < geometric.loc[0, f"{column}.ci_low"] < geometric.loc[0, column] < geometric.loc[0, f"{column}.ci_high"]
+    assert geometric["seeds"].tolist() == arithmetic["seeds"].tolist()
+
+
 def test_pairing_by_seed_cancels_the_noise_both_variants_share():
     rng = np.random.default_rng(0)
     shared = rng.lognormal(mean=2.0, sigma=0.8, size=8)  # seed-to-seed variation (the requests)

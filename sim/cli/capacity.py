@@ -61,7 +61,7 @@ GRID_SETS = {"slo": "--slo", "seeds": "--seeds", "low": "--low", "high": "--high
 
 def run(args: argparse.Namespace) -> int:
     from sim.config import ConfigError, load_config
-    from sim.metrics.cost import gpus_per_instance
+    from sim.metrics.cost import describe_instances
     from sim.sweep.capacity import parse_slo, search_capacity
 
     if (args.config is None) == (args.grid is None):
@@ -101,8 +101,7 @@ def run(args: argparse.Namespace) -> int:
             f"{point.rate:>8g} {'yes' if point.meets else 'no':>6} {point.average_gpus:>6.1f}"
             + "".join(f" {point.values[slo.name]:>32.3f}" for slo in slos)
         )
-    gpus = gpus_per_instance(config.cluster)
-    cluster = f"{config.cluster.instances} x {config.cluster.model} ({gpus} GPU{'s' if gpus > 1 else ''} each)"
+    cluster = describe_instances(config)
     best = result.best
     if result.answer == "none":
         print(

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(out_dir / name, lambda tmp, text=text: tmp.write_text(text))
     atomic_write(out_dir / "claims.csv", lambda tmp: claims.to_csv(tmp, index=False))
     atomic_write(out_dir / "claim_points.csv", lambda tmp: points.to_csv(tmp, index=False))
-    cells = sweep.aggregate[sweep.aggregate["part"].isin(index["part"].unique())]
+    cells = sweep.geometric[sweep.geometric["part"].isin(index["part"].unique())]
     figure = paper_serving_figure(cells, out_dir / "serving.png")
     print("\nRequests each run received (Table 1's statistics) and its mean KV occupancy:\n")
     print(runs_md)

@@ -23,7 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", type=Path, help="output directory (default: <output.dir>/<name>)")
     parser.add_argument("--no-plots", action="store_true", help="skip writing PNG plots")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (default: a bar of ended requests on a terminal, else a line every 30 s or 5%%)",
+    )
 
 
 class _Signal:
@@ -57,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.metrics.run_folder import RunFolder
 
     config = load_config(args.config, args.overrides)
-    show_progress = not args.quiet and (
-        config.output.progress if config.output.progress is not None else sys.stderr.isatty()
-    )
+    show_progress = not args.quiet and config.output.progress is not False
     out_dir = args.out or Path(config.output.dir) / config.name
     folder = RunFolder.prepare(out_dir)  # a bad folder fails now, not after the run
     from sim.engine import simulate  # the engine and the metrics, once the config is good

@@ -40,6 +40,8 @@ def load_config(
 ) -> SimulationConfig:
     """Load a run config from YAML (or ``base``) and apply ``key=value`` overrides."""
     data = read_yaml(path) if path is not None else dict(base or {})
+    if path is not None and not data:  # a file saved empty by mistake would run the defaults
+        raise ConfigError(f"{path}: an empty config; write the keys it sets (name: run for every default)")
     data = apply_overrides(data, list(overrides))
     try:
         return from_dict(SimulationConfig, data)

@@ -378,7 +378,7 @@ class OutputConfig:
     timeseries_interval: float = 1.0  # seconds between instance samples
     plots: bool = True
     timeline: bool = False  # write timeline.json (Perfetto / chrome://tracing): batches and migrations
-    progress: Optional[bool] = None  # None: show a progress bar on a terminal
+    progress: Optional[bool] = None  # False: none; else a bar on a terminal, lines in a log
 
     RANGES: ClassVar[dict[str, Range]] = {"timeseries_interval": Range(0.001, 1e6, "s")}
 
@@ -408,7 +408,8 @@ class SimulationConfig:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     # named pools of instances instead of ``cluster`` (left out of the resolved config when
     # empty, so a one-pool config's hash and config.yaml are those it always had)
-    pools: list[PoolConfig] = field(default_factory=list, metadata={OMIT_WHEN_EMPTY: True})
+    # (None, not []: an empty list written out is refused, not read as "use cluster")
+    pools: Optional[list[PoolConfig]] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     migration: MigrationConfig = field(default_factory=MigrationConfig)
@@ -428,7 +429,8 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         check_ranges(self)
         check_run_name("name", self.name)
-        if self.pools:
+        if self.pools is not None:
+            require(bool(self.pools), "pools: an empty list has no instances; list a pool, or drop pools for cluster")
             require(self.cluster == ClusterConfig(), "cluster: set either cluster or pools, not both")
             names = [pool.name for pool in self.pools]
             for index, pool in enumerate(self.pools):
@@ -500,7 +502,10 @@ class SimulationConfig:
                 self.slo is not None or value not in SLO_DRIVEN_RULES,
                 f"{key}: {value} works against per-tier SLO targets; set slo (slo.tiers or slo.ladder)",
             )
-        if self.slo is None or self.slo.ladder is not None:
+        if self.slo is None:
+            return
+        if self.slo.ladder is not None:
+            self.slo.targets(tiers)  # every expanded target in range
             return
         require(
             len(self.slo.tiers) == tiers,

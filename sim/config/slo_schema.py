@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-from sim.config.ranges import FRACTION, Range, check_ranges, require
+from sim.config.ranges import Range, check_ranges, require
 
 SLO_SECONDS = Range(0.0, 86_400.0, "s", open_low=True)  # a target of 0 s no request can meet
 
@@ -52,17 +52,29 @@ class SloConfig:
     ladder: Optional[SloLadderConfig] = None
     quantile: float = 0.99  # a tier is attained when this share of its requests meets both
 
-    RANGES: ClassVar[dict[str, Range]] = {"quantile": FRACTION}
+    # a quantile of 0 counts a tier attained with no request meeting its targets
+    RANGES: ClassVar[dict[str, Range]] = {"quantile": Range(0.0, 1.0, open_low=True)}
 
     def __post_init__(self) -> None:
         check_ranges(self)
         require(bool(self.tiers) != (self.ladder is not None), "tiers: give either tiers or ladder (one of them)")
 
     def targets(self, tiers: int) -> list[SloTargetConfig]:
-        """One target per tier 0..``tiers``−1 (the ladder expanded)."""
+        """One target per tier 0..``tiers``−1 (the ladder expanded). A tier's target beyond
+        what one written out may be names the ladder key and the product: the number in
+        range's own message is one the user never wrote."""
         if self.ladder is None:
             return list(self.tiers)
         ladder = self.ladder
+        for name in ("ttft", "tpot"):
+            base = getattr(ladder, name)
+            last = tiers - 1
+            require(
+                base * ladder.growth**last <= SLO_SECONDS.high,
+                f"slo.ladder.{name}: tier {last}'s target is {base:g} x growth {ladder.growth:g}^{last} = "
+                f"{base * ladder.growth**last:g} s, above the {SLO_SECONDS.high:g} s a target may be; "
+                f"lower slo.ladder.{name} or slo.ladder.growth",
+            )
         return [
             SloTargetConfig(ttft=ladder.ttft * ladder.growth**p, tpot=ladder.tpot * ladder.growth**p)
             for p in range(tiers)

@@ -19,6 +19,11 @@ def progress(run: "Simulation") -> tuple[int, int, int, int]:
     return run._done_count, len(run.requests), run.steps.batches, len(run.migrations.records)
 
 
+def ended(run: "Simulation") -> int:
+    """Requests finished or aborted so far."""
+    return run._done_count
+
+
 def pending(run: "Simulation") -> int:
     """Requests arrived and not ended."""
     return len(run.requests) - run._done_count

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from sim.cluster.adaptive_headroom import HeadroomController
-from sim.config import ClusterConfig, ConfigError, PoolConfig, SimulationConfig
+from sim.config import ClusterConfig, ConfigError, PoolConfig, SchedulerConfig, SimulationConfig
 from sim.config.schema import AdaptiveHeadroomConfig
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
 from sim.instance.migration import TransferModel
@@ -50,11 +50,42 @@ def check_names(config: SimulationConfig) -> NamedRules:
         PAIRING_RULES.get(settings.pairing)
     ARRIVAL_ORDERINGS.get(settings.ordering)
     PRIORITY_MODES.get(settings.priority)
+    _check_mode_options(config.scheduler, settings.priority)
+    if settings.pairing != NO_PAIRING:
+        _check_one_model(config)
     return NamedRules(
         settings,
         SCALING_RULES.get(config.autoscale.rule),
         CANDIDATE_RULES.get(config.migration.candidate or settings.candidate),
     )
+
+
+# scheduler.priority keys only one priority mode reads: under another they would be ignored
+MODE_OPTIONS = {"load_targets": "load-target", "adaptive": "adaptive-headroom"}
+
+
+def _check_mode_options(scheduler: SchedulerConfig, mode: str) -> None:
+    chosen = "scheduler.priority.mode" if scheduler.priority.mode else f"the {scheduler.name} preset's"
+    for key, reader in MODE_OPTIONS.items():
+        if getattr(scheduler.priority, key) is not None and mode != reader:
+            raise ConfigError(
+                f"scheduler.priority.{key}: only the {reader} priority mode reads it; this run's "
+                f"mode is {mode} ({chosen})"
+            )
+
+
+def _check_one_model(config: SimulationConfig) -> None:
+    """A migrating scheduler may move a request between any two instances, and a KV cache
+    means nothing to another model: pools of a migrating run serve one model."""
+    pools = config.instance_pools()
+    chosen = "scheduler.pairing" if config.scheduler.pairing else f"the {config.scheduler.name} preset's pairing"
+    for index, pool in enumerate(pools):
+        if pool.model != pools[0].model:
+            raise ConfigError(
+                f"pools[{index}].model: {pool.model} differs from pools[0]'s {pools[0].model}, and this "
+                f"run migrates ({chosen}), which cannot move a KV cache between models; use one "
+                "model, or scheduler.pairing: none"
+            )
 
 
 def pool_key(config: SimulationConfig, index: int) -> str:

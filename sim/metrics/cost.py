@@ -11,7 +11,7 @@ improvement over a baseline as 1 − ours / baseline).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -58,3 +58,22 @@ def cost_summary(
         "cost_per_request": per_request,
         "cost_per_latency": per_request * mean_e2e,
     }
+
+
+def average_gpus(cost: Mapping[str, Any]) -> float:
+    """GPUs in use on average, from a summary's ``cost`` section. One pool reports one
+    ``gpus_per_instance``; several report it per pool, and then only the GPU-hours say how
+    the instance-seconds split between them."""
+    gpus = cost["gpus_per_instance"]
+    if isinstance(gpus, Mapping):
+        return cost["average_instances"] * cost["gpu_hours"] * 3600.0 / cost["instance_seconds"]
+    return cost["average_instances"] * gpus
+
+
+def describe_instances(config: SimulationConfig) -> str:
+    """``2 x llama-7b (1 GPU each)``, a ``+`` between pools."""
+    parts = []
+    for pool in config.instance_pools():
+        gpus = gpus_per_instance(pool)
+        parts.append(f"{pool.instances} x {pool.model} ({gpus} GPU{'s' if gpus > 1 else ''} each)")
+    return " + ".join(parts)

@@ -12,8 +12,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
-def _save(fig, path: Path, title: str) -> Path:
+
+def _save(fig: Figure, path: Path, title: str) -> Path:
     fig.suptitle(textwrap.fill(title, 110), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -62,18 +64,18 @@ def _heatmap(ax, instances: pd.DataFrame, values: pd.Series, label: str, vmax: f
     rows = np.arange(len(grid.index) + 1) - 0.5
     mesh = ax.pcolormesh(edges, rows, np.ma.masked_invalid(grid.to_numpy(dtype=float)),
                          shading="flat", cmap="viridis", vmin=0, vmax=vmax)
-    ax.figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
+    # the colorbar sits just outside the axes instead of taking width from them, so the
+    # heatmaps keep the width (and time scale) of the panel below them
+    ax.figure.colorbar(mesh, cax=ax.inset_axes((1.01, 0.0, 0.015, 1.0)), label=label)
     ax.set_ylabel("instance")
     if len(grid.index) <= 16:
         ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index], fontsize=6)
 
 
-def plot_cluster_timeline(
-    instances: pd.DataFrame, cluster: pd.DataFrame, capacity_blocks: int, path: Path, title: str
-) -> Path:
+def timeline_figure(instances: pd.DataFrame, cluster: pd.DataFrame, capacity_blocks: int) -> Figure:
     """KV usage and queue length of every instance over time as heatmaps (one row per
     instance: sixteen overlaid lines would hide which instance is which), then the instance
-    count and fragmentation."""
+    count and fragmentation, all three on one time axis of one width."""
     fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True, height_ratios=(2, 2, 1.2))
     _heatmap(axes[0], instances, instances["used_blocks"] / capacity_blocks, "KV blocks used (share)", 1.0)
     _heatmap(axes[1], instances, instances["queue_length"], "queued requests")
@@ -84,7 +86,14 @@ def plot_cluster_timeline(
     axes[2].set_ylabel("instances running")
     axes[2].set_xlabel("simulated time (s)")
     axes[2].grid(True, alpha=0.3)
-    return _save(fig, path, title)
+    return fig
+
+
+def plot_cluster_timeline(
+    instances: pd.DataFrame, cluster: pd.DataFrame, capacity_blocks: int, path: Path, title: str
+) -> Path:
+    """``timeline_figure`` as ``path``."""
+    return _save(timeline_figure(instances, cluster, capacity_blocks), path, title)
 
 
 def plot_migrations(migrations: pd.DataFrame, end_time: float, path: Path, title: str) -> Path:

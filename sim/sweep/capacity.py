@@ -31,12 +31,13 @@ from sim.config import ArrivalConfig, ConfigError, SimulationConfig, from_dict, 
 from sim.config.limits import MAX_SEEDS
 from sim.engine.watchdog import SimulationStalled
 from sim.files import atomic_write, strict_json
+from sim.metrics.cost import average_gpus
 from sim.metrics.summary import LATENCY_METRICS
+from sim.progress import Progress
 from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import normalize, run_key
-from sim.sweep.progress import Progress
 from sim.sweep.store import RunStore
 
 _SLO = re.compile(r"(?:tier(\d+|\*)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
@@ -233,7 +234,7 @@ def judge(rate: float, slos: Sequence[Slo], summaries: Sequence[dict[str, Any]])
     the mean over them, whether every SLO holds on it, GPUs and cost (means)."""
     values = {slo.name: sum(slo.value(s) for s in summaries) / len(summaries) for slo in slos}
     meets = all(slo.holds(values[slo.name]) for slo in slos)  # NaN fails
-    gpus = [s["cost"]["average_instances"] * s["cost"]["gpus_per_instance"] for s in summaries]
+    gpus = [average_gpus(s["cost"]) for s in summaries]
     return Point(
         rate,
         values,
@@ -265,7 +266,7 @@ def search_capacity(
 ) -> Capacity:
     """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``;
     every point's runs come from the store unless missing (or, with ``recompute_stale``,
-    made by other code). ``progress`` shows the runs on stderr (``sim.sweep.progress``;
+    made by other code). ``progress`` shows the runs on stderr (``sim.progress``;
     once bracketed, the ETA counts the bisection steps left)."""
     slos = for_tiers(slos, config.workload.priority.tiers)
     check_search(config, slos, seeds, low, high, tolerance)
@@ -369,6 +370,15 @@ def check_search(
                 f"--slo {slo.name}: no tier {slo.tier} (workload.priority.tiers={tiers}: tiers "
                 f"0..{tiers - 1})"
             )
+    # capacity.json and the table keep one value and one bound per metric: a second bound
+    # on it would be judged but not shown (the looser one shown)
+    seen: dict[str, Slo] = {}
+    for slo in slos:
+        if slo.name in seen:
+            raise ConfigError(
+                f"--slo {slo.name}: bounded twice ({seen[slo.name].text} and {slo.text}); give one bound per metric"
+            )
+        seen[slo.name] = slo
 
 
 def _bracket(low, high, start):

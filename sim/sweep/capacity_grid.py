@@ -41,6 +41,7 @@ from sim import native
 from sim.config import ConfigError
 from sim.config.loader import read_yaml
 from sim.files import atomic_write
+from sim.progress import Progress
 from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.capacity import (
     Point,
@@ -56,7 +57,6 @@ from sim.sweep.capacity import (
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import Grid, Run, expand, run_key
 from sim.sweep.index import write_table
-from sim.sweep.progress import Progress
 from sim.sweep.runner import check_grid
 from sim.sweep.sharing import simulation_key
 from sim.sweep.stats import LEVEL, ratio_interval, t_interval

@@ -17,16 +17,43 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from sim.config import ConfigError
 from sim.sweep.capacity_grid import paired_ratio
 from sim.sweep.stats import LEVEL, ratio_interval
 from sim.workload.priority import tier_weights
 
 TIERS, MIX = "workload.priority.tiers", "workload.priority.sampler"
+
+
+CAPACITY_GRID, SWEEP = "capacity_grid.json", "sweep.json"  # what each kind of results folder holds
+KINDS = {CAPACITY_GRID: "a capacity grid's results (llumsim capacity --grid)", SWEEP: "a sweep's results (llumsim sweep)"}
+
+
+def _meta(folder: Path, marker: str) -> dict:
+    """The folder's ``marker`` file, proving it is the kind of results a report reads; a
+    missing folder, another kind, or a damaged file is a ConfigError naming it."""
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: {'not a folder' if folder.exists() else 'no such folder'}; expected {KINDS[marker]}")
+    if not (folder / marker).is_file():
+        raise ConfigError(f"{folder}: no {marker}, so not {KINDS[marker]}")
+    try:
+        return json.loads((folder / marker).read_text())
+    except ValueError as exc:
+        raise ConfigError(f"{folder / marker}: damaged, not JSON ({exc})") from None
+
+
+def _table(folder: Path, name: str) -> pd.DataFrame:
+    path = folder / name
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as exc:  # missing, or cut short (pyarrow's errors are ValueErrors)
+        raise ConfigError(f"{path}: cannot be read ({str(exc).splitlines()[0]})") from None
 
 
 def _interval(value: float, low: float, high: float, digits: int) -> str:
@@ -131,9 +158,8 @@ def best_k(searches: pd.DataFrame, schemes: list[str]) -> str:
 
 
 def report(folder: Path) -> str:
-    index = pd.read_parquet(folder / "index.parquet")
-    searches = pd.read_parquet(folder / "searches.parquet")
-    meta = json.loads((folder / "capacity_grid.json").read_text())
+    meta = _meta(folder, CAPACITY_GRID)
+    index, searches = _table(folder, "index.parquet"), _table(folder, "searches.parquet")
     schemes = list(dict.fromkeys(index["scheduler"]))
     answers = searches["answer"].value_counts().to_dict()
     head = (
@@ -161,7 +187,7 @@ def attainment_bound(slos: list[str]) -> float:
     """The per-tier attainment share a capacity grid's bounds ask for (``tier*.attainment>=0.9``)."""
     shares = {float(slo.split(">=")[1]) for slo in slos if slo.startswith("tier*.attainment>=")}
     if len(shares) != 1:
-        raise ValueError(f"the grid's bounds {slos} name no single per-tier attainment share")
+        raise ConfigError(f"the grid's bounds {slos} name no single per-tier attainment share")
     return shares.pop()
 
 
@@ -170,7 +196,8 @@ def floor_report(floor: Path, folder: Path, bounds: list[float]) -> str:
     mix and K (mean over seeds, the lowest seed, how many seeds fall below each bound); then
     whether the capacity grid's searches with no rate are the (mix, K, seed)s whose floor is
     below the grid's bound, which they must be if nothing but physics stops them."""
-    index = pd.read_parquet(floor / "index.parquet")
+    _meta(floor, SWEEP)
+    index = _table(floor, "index.parquet")
     index = index[index["status"] == "ok"]
     tiers = [column for column in index.columns if column.startswith("slo.by_tier.") and column.endswith(".attainment")]
     index = index.assign(floor=index[tiers].min(axis=1))  # a mix with K tiers has NaN past tier K - 1
@@ -182,9 +209,9 @@ def floor_report(floor: Path, folder: Path, bounds: list[float]) -> str:
         below = " | ".join(str(int((rows["floor"] < b).sum())) for b in bounds)
         lines.append(f"| {mix} | {k} | {rows['floor'].mean():.3f} | {rows['floor'].min():.3f} | {below} |")
     overall = index[index[TIERS] == 1].drop_duplicates("seed")["slo.overall.attainment"]  # K = 1: all tier 0
-    meta = json.loads((folder / "capacity_grid.json").read_text())
+    meta = _meta(folder, CAPACITY_GRID)
     bound = attainment_bound(meta["slos"])
-    searches = pd.read_parquet(folder / "searches.parquet")
+    searches = _table(folder, "searches.parquet")
     keys = [MIX, TIERS, "seed"]
     unmet = set(searches.loc[searches["answer"] == "none", keys].itertuples(index=False, name=None))
     floored = set(index.loc[index["floor"] < bound, keys].itertuples(index=False, name=None))
@@ -211,7 +238,8 @@ def autoscale_report(folder: Path) -> str:
     cell and seed, so the same requests): per distinct (K, mix) configuration the geometric-mean ratio over the seeds with its
     Student-t 95% interval, counted above, below or across 1, with the median and range of
     those ratios."""
-    index = pd.read_parquet(folder / "index.parquet")
+    _meta(folder, SWEEP)
+    index = _table(folder, "index.parquet")
     index = distinct(index[index["status"] == "ok"])
     keys = [TIERS, MIX]
     metric = "slo.overall.attainment_per_gpu_hour"
@@ -240,23 +268,44 @@ def autoscale_report(folder: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _shares(text: str) -> list[float]:
+    """``--bounds 0.9,0.95``: attainment shares in (0, 1] (NaN is none)."""
+    shares = []
+    for part in text.split(","):
+        try:
+            share = float(part)
+        except ValueError:
+            share = math.nan
+        if not 0 < share <= 1:
+            raise ConfigError(f"--bounds: {part!r} is not a share in (0, 1]")
+        shares.append(share)
+    return shares
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="a capacity grid's results (results/k_capacity)")
     parser.add_argument("--autoscale", action="store_true", help="the folder is k_autoscale's sweep")
     parser.add_argument("--floor", type=Path, help="slo_floor's sweep: the no-load attainment against the bound")
     parser.add_argument(
-        "--bounds", type=lambda text: [float(b) for b in text.split(",")], default=[0.9, 0.95, 0.99],
+        "--bounds", default="0.9,0.95,0.99",
         help="the attainment shares the floor table counts seeds below (default 0.9,0.95,0.99)",
     )
     args = parser.parse_args(argv)
-    if args.autoscale:
-        print(autoscale_report(args.folder))
-    elif args.floor:
-        print(floor_report(args.floor, args.folder, args.bounds))
-    else:
-        print(report(args.folder))
+    try:
+        bounds = _shares(args.bounds)
+        if args.autoscale:
+            text = autoscale_report(args.folder)
+        elif args.floor:
+            text = floor_report(args.floor, args.folder, bounds)
+        else:
+            text = report(args.folder)
+    except ConfigError as exc:
+        print(f"llumsim: error: {exc}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

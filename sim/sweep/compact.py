@@ -26,7 +26,9 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import yaml
 
-from sim.files import atomic_write
+from sim.config import ConfigError
+from sim.files import atomic_write, check_output_folder, make_folder
+from sim.sweep.folder import is_results_entry
 from sim.sweep.index import KEY_COLUMNS, OK, ok_rows, select
 from sim.sweep.store import RunStore
 
@@ -59,11 +61,32 @@ def compact_index(index: pd.DataFrame, columns: list[str], metrics: Sequence[str
 
 
 def kept_runs(index: pd.DataFrame, where: Mapping[str, Any]) -> pd.DataFrame:
-    """The runs of ``index`` whose tables a compact copy keeps (those matching ``where``)."""
+    """The runs of ``index`` whose tables a compact copy keeps (those matching ``where``;
+    none matching is a typo of a value, not an empty table to commit)."""
     unknown = [column for column in where if column not in index.columns]
     if unknown:
         raise KeyError(f"--where {', '.join(unknown)}: not a column of the index (columns: {', '.join(index.columns[:12])}, ...)")
-    return select(index, where)
+    runs = select(index, where)
+    if where and runs.empty:
+        pairs = " ".join(f"{column}={value!r}" for column, value in where.items())
+        raise ValueError(f"--where {pairs}: matches no run of the sweep")
+    return runs
+
+
+def check_destination(source: Path, dest: Path) -> None:
+    """A compact copy goes to a new or empty folder, its own source, or an earlier copy (a
+    folder with a sweep.json): never into a folder llumsim did not make, where an
+    ``index.parquet`` may be someone else's."""
+    if dest.resolve() == source.resolve():
+        return
+    check_output_folder(dest, "results", is_results_entry)
+    if not dest.is_dir() or not any(dest.iterdir()):
+        return
+    if not (dest / "sweep.json").is_file():
+        raise ConfigError(
+            f"output folder {dest}: not empty and holds no sweep.json, so not a llumsim results "
+            "folder; choose a new or empty folder"
+        )
 
 
 def table_frame(store: RunStore, runs: pd.DataFrame, name: str, columns: Sequence[str] = ()) -> pd.DataFrame:
@@ -107,7 +130,8 @@ def write_compact(
     runs = kept_runs(frame, where)
     store = RunStore(source / "runs")
     kept = {name: table_frame(store, runs, name, columns) for name, columns in tables.items()}  # every table read before dest changes
-    dest.mkdir(parents=True, exist_ok=True)
+    check_destination(source, dest)
+    make_folder(dest, f"output folder {dest}")
     atomic_write(dest / "index.parquet", lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd"))
     for name, table in kept.items():
         (dest / TABLES).mkdir(exist_ok=True)

@@ -65,8 +65,8 @@ SHORT = {"scheduler": "mode", MIX: "mix", SIZE: "requests", RATE: "req/s"}  # fi
 
 
 def cell_columns(index: pd.DataFrame) -> list[str]:
-    """The coordinates besides K and the scheduler that a study varies: mix, size (k_sweep
-    only: k_study fixes 10,000 requests) and load."""
+    """The coordinates besides K and the scheduler that a study varies: mix, size (where
+    it varies: k_study and k_sweep run 10,000 and 15,000 requests) and load."""
     return [c for c in (MIX, SIZE, RATE) if c in index.columns]
 
 
@@ -336,7 +336,8 @@ def plot_speedups_vs_k(
     table = table[table["measure"].isin(measures)]
     rates, mixes = sorted(table[RATE].unique()), sorted(table[MIX].unique())
     fig, axes = plt.subplots(
-        len(rates), len(mixes), figsize=(4.2 * len(mixes), 3.3 * len(rates)), squeeze=False, sharex=True
+        len(rates), len(mixes), figsize=(4.2 * len(mixes), 3.3 * len(rates)), squeeze=False,
+        sharex=True, layout="constrained",
     )
     modes = list(dict.fromkeys(table["scheduler"]))
     styles = dict(zip(measures, ("-", "--", ":", "-.")))
@@ -358,21 +359,34 @@ def plot_speedups_vs_k(
     for ax in axes[:, 0]:
         ax.set_ylabel("speed-up over INFaaS++ (x)\nabove 1: Llumnix faster")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    # below the panels, where constrained layout makes room for it: a column per mode (one
+    # column under a single panel); four columns overran a two-mix figure and were cut off
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(modes) if len(mixes) > 1 else 1,
+               fontsize=8, frameon=False)
     fig.suptitle(title or "Paired speed-up over INFaaS++ against K (bands: Student-t 95% intervals over seeds)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) > 4), 1, 1))
     return fig
 
 
-def figure(index: pd.DataFrame, path: Path) -> Path:
+def headline_figure(index: pd.DataFrame) -> Figure:
     """The headline: tier 0's and all requests' P99 prefill speed-up over INFaaS++ against
-    K, per mode, with intervals, one panel per mix and load (``sim.sweep.plots``)."""
+    K, per mode, with intervals, one panel per mix and load, for the smallest run size only
+    (the notebook draws each): the title says which."""
+    table = speedup_table(index)
+    size = ""
+    if SIZE in table.columns:
+        sizes = sorted(table[SIZE].unique())
+        table = table[table[SIZE] == sizes[0]]
+        others = ", ".join(f"{s:,}" for s in sizes[1:])
+        size = f": runs of {sizes[0]:,} requests" + (f" only ({others}: findings.md)" if others else "")
+    title = f"Paired speed-up over INFaaS++ against K{size}\nbands: Student-t 95% intervals over seeds"
+    return plot_speedups_vs_k(table, measures=list(MEASURES)[:2], title=title)
+
+
+def figure(index: pd.DataFrame, path: Path) -> Path:
+    """``headline_figure`` as ``path``."""
     import matplotlib.pyplot as plt
 
-    table = speedup_table(index)
-    if SIZE in table.columns:  # k_sweep: the smaller size, as k_study fixes
-        table = table[table[SIZE] == table[SIZE].min()]
-    fig = plot_speedups_vs_k(table, measures=list(MEASURES)[:2])
+    fig = headline_figure(index)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

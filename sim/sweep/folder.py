@@ -30,7 +30,8 @@ RESULTS_FILES = frozenset(
 )
 
 
-def _results_output(entry: Path) -> bool:
+def is_results_entry(entry: Path) -> bool:
+    """Whether ``entry`` is a name these commands write (so a folder of them is theirs)."""
     if entry.name in RESULTS_FOLDERS:
         return entry.is_dir() and not entry.is_symlink()
     return entry.name in RESULTS_FILES and entry.is_file()
@@ -39,6 +40,6 @@ def _results_output(entry: Path) -> bool:
 def prepare_results_folder(out_dir: Path) -> Path:
     """The resolved ``out_dir``, created and proven writable; a ConfigError naming it when it
     is a file, under a file, a link loop, read-only, someone else's folder, or a root."""
-    final = check_output_folder(out_dir, "results", _results_output)
+    final = check_output_folder(out_dir, "results", is_results_entry)
     make_folder(final, f"output folder {out_dir}")
     return final

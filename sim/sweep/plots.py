@@ -4,7 +4,8 @@ and a notebook cannot quietly drift from the package.
 
 A sweep's aggregate has one row per cell: coordinate columns, ``seeds``, and per metric
 ``<metric>``, ``<metric>.ci_low``, ``<metric>.ci_high`` (``sim.sweep.stats``). Every plot
-takes such a frame and column names; where ``.ci_low``/``.ci_high`` exist it draws them.
+takes such a frame and column names; where ``.ci_low``/``.ci_high`` exist it draws them,
+on a log axis only if they stay above zero (``Sweep.geometric``: the same on the log scale).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -28,7 +30,6 @@ from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
 
 RESULTS_ENV = "LLUMSIM_RESULTS"  # folder holding sweep results (default: <repo>/results)
-SMOKE_ENV = "LLUMSIM_SMOKE"  # set: open <name>_smoke instead of <name> (the notebooks' test)
 _TIER = re.compile(r"latency_by_tier\.(\d+)\.(.+)")
 _LATENCY = re.compile(r"(?:latency(?:_by_tier\.(\d+))?\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)")
 _LATENCY_WORDS = {
@@ -101,6 +102,12 @@ class Sweep:
     index: pd.DataFrame  # the runs with results (failed runs are listed in meta)
     aggregate: pd.DataFrame
 
+    @cached_property
+    def geometric(self) -> pd.DataFrame:
+        """The aggregate as geometric means over seeds with log-scale intervals, for figures
+        on a log axis (``aggregate(..., log=True)``): never below zero there."""
+        return aggregate(self.index, log=True)
+
     @property
     def columns(self) -> list[str]:
         """The coordinate columns (axes, zip keys, variant groups, part)."""
@@ -160,17 +167,27 @@ def results_dir(results: str | Path | None = None) -> Path:
     return Path(__file__).resolve().parents[2] / "results"
 
 
-def open_sweep(name: str, results: str | Path | None = None) -> Sweep:
-    """Read ``<results>/<name>/`` as written by ``llumsim sweep`` or committed by
-    ``sim.sweep.compact`` (no aggregate: it is computed from the index), ``_smoke`` under
-    $LLUMSIM_SMOKE."""
-    if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
-        name = f"{name}_smoke"
-    root = results_dir(results) / name
+def study_folder(study: str | Path, results: str | Path | None = None) -> Path:
+    """Where a study's results are: ``study`` itself if it is a path (a ``Path``, or a string
+    with a ``/``: e.g. the ``--out`` folder of your own sweep), else the folder of that name
+    under ``results_dir(results)`` (``"k_study"``: the committed study)."""
+    if isinstance(study, Path) or "/" in study or os.sep in study:
+        return Path(study)
+    return results_dir(results) / study
+
+
+def _missing(root: Path, study: str | Path, what: str, command: str) -> FileNotFoundError:
+    """The error for a study folder without results, with the command that makes them."""
+    grid = f"experiments/grids/{study}.yaml" if root.name == str(study) else "GRID.yaml"
+    return FileNotFoundError(f"{root}: no {what} results; run {command} {grid} --out {root}")
+
+
+def open_sweep(study: str | Path, results: str | Path | None = None) -> Sweep:
+    """Read a study folder (``study_folder``) as written by ``llumsim sweep`` or committed by
+    ``sim.sweep.compact`` (no aggregate: it is computed from the index)."""
+    root = study_folder(study, results)
     if not (root / "sweep.json").is_file():
-        raise FileNotFoundError(
-            f"{root}: no sweep results; run llumsim sweep experiments/grids/{name}.yaml"
-        )
+        raise _missing(root, study, "sweep", "llumsim sweep")
     index = ok_rows(pd.read_parquet(root / "index.parquet"))  # runs with results
     stored = root / "aggregate.parquet"
     return Sweep(
@@ -227,7 +244,7 @@ def _panels(frame: pd.DataFrame, col: str | None, max_cols: int = 4, size=(4.2, 
     ncols = min(len(keys), max_cols)
     nrows = -(-len(keys) // ncols)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False
+        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False, layout="constrained"
     )
     for ax in axes.flat[len(keys) :]:
         ax.set_visible(False)
@@ -247,9 +264,19 @@ def plain_log_axis(ax) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(minor))
 
 
-def _legend(ax, hue: str | None, fontsize: int = 8) -> None:
-    if hue and ax.get_legend_handles_labels()[0]:
-        ax.legend(title=hue, fontsize=fontsize, title_fontsize=fontsize)
+def _legend(fig: Figure, hue: str | None) -> None:
+    """One legend for every panel (a ``hue`` value has one colour across them), outside the
+    axes on the right of a constrained-layout figure: inside a panel it covered points (the
+    per-tier chart's K = 1 point), and constrained layout makes room for it in the figure."""
+    if not hue:
+        return
+    entries: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(list(entries.values()), list(entries), title=axis_label(hue),
+                   loc="outside right upper", fontsize=8, title_fontsize=8)
 
 
 def _one_row_per_x(group: pd.DataFrame, x: str, name: Any) -> None:
@@ -303,7 +330,7 @@ def plot_lines(
             ax.errorbar(
                 group[x],
                 group[y],
-                yerr=_errors(group, y),
+                yerr=_errors(group, y, log=logy),
                 marker="o",
                 ms=3,
                 capsize=2,
@@ -319,11 +346,10 @@ def plot_lines(
             plain_log_axis(ax)
         if col is not None:
             ax.set_title(f"{axis_label(col)}: {_label(key)}", fontsize=9)
-        _legend(ax, hue, fontsize=7)
         ax.grid(alpha=0.3)
+    _legend(fig, hue)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
@@ -332,10 +358,10 @@ def plot_frontier(
 ) -> Figure:
     """Each cell as a point (``x``, ``y``) with both intervals as error bars, one colour per
     ``hue``, its Pareto front (lower ``x`` and lower ``y`` both better) joined by a line."""
-    fig, ax = plt.subplots(figsize=(6, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     for name, group in frame.groupby(hue, sort=False):
         xerr = _errors(group, x)
-        yerr = _errors(group, y)
+        yerr = _errors(group, y, log=logy)
         bars = ax.errorbar(
             group[x], group[y], xerr=xerr, yerr=yerr, fmt="o", ms=4, capsize=2, label=_label(name)
         )
@@ -353,16 +379,24 @@ def plot_frontier(
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(y))
     if logy:
-        ax.set_yscale("log")
-    _legend(ax, hue)
+        plain_log_axis(ax)
+    _legend(fig, hue)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
-def _errors(frame: pd.DataFrame, column: str):
+def _errors(frame: pd.DataFrame, column: str, log: bool = False) -> np.ndarray | None:
+    """Error bar lengths below and above ``column`` from its interval (None without one).
+    On a log axis a lower bound ≤ 0 is refused, not clipped: it is an arithmetic interval of
+    a heavy tail, and the log-scale one (``Sweep.geometric``) is what that axis can show."""
     if f"{column}.ci_low" not in frame.columns:
         return None
+    crossing = int((frame[f"{column}.ci_low"] <= 0).sum()) if log else 0
+    if crossing:
+        raise ValueError(
+            f"{column}: {crossing} interval(s) reach 0 or below on a log axis; draw the "
+            "geometric aggregate (Sweep.geometric, sim.sweep.stats.aggregate(index, log=True))"
+        )
     low = (frame[column] - frame[f"{column}.ci_low"]).clip(lower=0).fillna(0)
     high = (frame[f"{column}.ci_high"] - frame[column]).clip(lower=0).fillna(0)
     return np.vstack([low.to_numpy(), high.to_numpy()])
@@ -387,7 +421,7 @@ def plot_downtime_vs_length(
     the median per length bin."""
     committed = migrations[migrations["outcome"] == "committed"].copy()
     committed["tokens"] = committed["blocks"] * block_size
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     groups = committed.groupby(hue, sort=False) if hue else [(None, committed)]
     for name, group in groups:
         points = ax.scatter(
@@ -411,9 +445,8 @@ def plot_downtime_vs_length(
             )
     ax.set_xlabel("migrated sequence length (tokens)")
     ax.set_ylabel("downtime (ms)")
-    _legend(ax, hue)
+    _legend(fig, hue)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -426,7 +459,7 @@ def plot_over_time(
     title: str | None = None,
 ) -> Figure:
     """A time series (e.g. a kept ``cluster`` table's ``instances``), one line per ``hue``."""
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, ax = plt.subplots(figsize=(9, 3.5), layout="constrained")
     groups = frame.groupby(hue, sort=False) if hue else [(None, frame)]
     for name, group in groups:
         group = group.sort_values(time)
@@ -437,11 +470,10 @@ def plot_over_time(
             ax.plot(group[time], group[y], label=label)
     ax.set_xlabel(axis_label(time))
     ax.set_ylabel(axis_label(y))
-    _legend(ax, hue)
+    _legend(fig, hue)
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -464,22 +496,31 @@ def migrations_over_time(
     return counts.reindex(full, fill_value=0).rename("migrations").reset_index()
 
 
-def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
-    """Fig. 11's view of a ``paper`` sweep: P99 prefill latency against the arrival rate, one
-    panel per serving trace, one line per scheduler (log scale: the baselines' tails grow
-    by orders of magnitude). None if the sweep has no serving parts."""
-    serving = aggregate[aggregate["part"].astype(str).str.startswith("serving")]
+def serving_figure(geometric: pd.DataFrame) -> Figure | None:
+    """Fig. 11's view of a ``paper`` sweep's geometric aggregate (``Sweep.geometric``): P99
+    prefill latency against the arrival rate, one panel per serving trace, one line per
+    scheduler (log scale: the baselines' tails grow by orders of magnitude). None if the
+    sweep has no serving parts."""
+    serving = geometric[geometric["part"].astype(str).str.startswith("serving")]
     if serving.empty:
         return None
-    fig = plot_lines(
+    return plot_lines(
         serving,
         x="workload.arrival.rate",
         y="latency.prefill_latency.p99",
         hue="scheduler",
         col="part",
         logy=True,
-        title="Serving (Fig. 11 set-ups): P99 prefill latency against the arrival rate",
+        title="Serving (Fig. 11 set-ups): P99 prefill latency against the arrival rate "
+        "(geometric mean over seeds, 95% interval)",
     )
+
+
+def paper_serving_figure(geometric: pd.DataFrame, path: Path) -> Path | None:
+    """``serving_figure`` as ``path``; None (nothing written) without serving parts."""
+    fig = serving_figure(geometric)
+    if fig is None:
+        return None
     try:
         atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=90, format="png"))
     finally:
@@ -487,16 +528,14 @@ def paper_serving_figure(aggregate: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
-def open_capacity(name: str = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
-    """The per-cell index ``llumsim capacity --grid`` writes to ``<results>/<name>/`` (one row
-    per cell: coordinates, the mean capacity over seeds with its interval), ``_smoke`` under
-    $LLUMSIM_SMOKE."""
-    if os.environ.get(SMOKE_ENV) and not name.endswith("_smoke"):
-        name = f"{name}_smoke"
-    path = results_dir(results) / name / "index.parquet"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path.parent}: no capacity results; run llumsim capacity --grid experiments/grids/{name}.yaml")
-    return pd.read_parquet(path)
+def open_capacity(study: str | Path = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
+    """The per-cell index ``llumsim capacity --grid`` writes to a study folder
+    (``study_folder``; one row per cell: coordinates, the mean capacity over seeds with its
+    interval)."""
+    root = study_folder(study, results)
+    if not (root / "index.parquet").is_file():
+        raise _missing(root, study, "capacity", "llumsim capacity --grid")
+    return pd.read_parquet(root / "index.parquet")
 
 
 def capacity_column(frame: pd.DataFrame) -> str:

@@ -20,12 +20,12 @@ from pathlib import Path
 from sim import native
 from sim.config import ConfigError
 from sim.files import OutputError, atomic_write, remove_leftovers
+from sim.progress import Progress
 from sim.sweep.backends import RunError, Task, execute
 from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import FAILED, build_index, ok_rows, write_table
-from sim.sweep.progress import Progress
 from sim.sweep.sharing import simulation_key
 from sim.sweep.stats import aggregate
 from sim.sweep.store import RunStore
@@ -150,7 +150,7 @@ def run_sweep(
     Ctrl-C stops the workers, keeps every run already stored, writes the indexes of those
     (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. ``progress``
     shows the runs as they finish on stderr (a bar on a terminal, else a line every 30 s or
-    5%: ``sim.sweep.progress``). A write that
+    5%: ``sim.progress``). A write that
     fails (a full disk) raises OutputError the same way: every run stored before is whole.
     """
     started = time.perf_counter()

@@ -195,17 +195,22 @@ def ratio_interval(
 
 
 def aggregate(
-    index: pd.DataFrame, metrics: Sequence[str] | None = None, method: str = "t"
+    index: pd.DataFrame, metrics: Sequence[str] | None = None, method: str = "t", log: bool = False
 ) -> pd.DataFrame:
     """One row per cell: its coordinates, ``seeds`` (runs), and for each metric the mean over
     seeds with its interval (``<metric>``, ``<metric>.ci_low``, ``<metric>.ci_high``; Student-t
-    unless ``method="bootstrap"`` and a cell has enough seeds)."""
+    unless ``method="bootstrap"`` and a cell has enough seeds).
+
+    ``log``: the geometric mean, with the interval of the mean log mapped back, for a log
+    axis: it is never below zero (an arithmetic t interval of a heavy tail often is) and is
+    symmetric on that axis. Values ≤ 0, which a log axis cannot show, are left out as in
+    ``paired`` ratios."""
     columns = coordinate_columns(index)
     metrics = list(metrics) if metrics is not None else metric_columns(index)
     groups = _groups(index, columns)
     frame = pd.DataFrame([dict(zip(columns, key)) for key, _ in groups], columns=columns)
     frame["seeds"] = [len(part) for _, part in groups]
-    summary = _summarise(groups, metrics, method)
+    summary = _summarise(groups, metrics, method, log=log)
     return pd.concat([frame, pd.DataFrame(summary)], axis=1)
 
 

@@ -7,11 +7,13 @@ A run is written into a temporary folder and renamed into place, so at any momen
 kill -9, a full disk — a run folder is either complete or absent: a write that fails
 removes its temporary folder and raises ``OutputError``, and leftovers of a killed writer
 are removed on the next start. Only the process that owns the store (the sweep driver)
-writes to it.
+writes to it; two sweeps sharing a folder may store the same run at once (the same config,
+so the same result), and the one that loses the rename keeps the winner's folder.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import shutil
@@ -23,14 +25,16 @@ from typing import Any, Iterable
 import pandas as pd
 import yaml
 
-from sim.config import SimulationConfig, to_dict
-from sim.files import remove_leftovers, strict_json, swap_folder, temp_name, writing
+from sim.config import ConfigError, SimulationConfig, to_dict
+from sim.files import OutputError, remove_leftovers, strict_json, swap_folder, temp_name, writing
 from sim.sweep.backends import RunError
 
 SUMMARY = "summary.json"
 FAILED = "failed.json"
 CODE = "code.txt"
 PACKAGE = Path(__file__).resolve().parents[1]  # sim/
+# what a rename meets when another sweep swaps the same run folder in or out meanwhile
+RENAME_RACES = frozenset({errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY})
 
 
 # what a build of the compiled engine adds to the package (sim.native): the same sources
@@ -98,7 +102,7 @@ class RunStore:
         return (folder / FAILED).is_file() and not (folder / SUMMARY).is_file()
 
     def failure(self, key: str) -> RunError:
-        return RunError(**json.loads((self.path(key) / FAILED).read_text()))
+        return RunError(**self._read(key, FAILED))
 
     def write(self, key: str, config: SimulationConfig, summary: dict[str, Any]) -> None:
         """Store a run: write a temporary folder, then rename it into place."""
@@ -128,12 +132,36 @@ class RunStore:
                 (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
                 (tmp / CODE).write_text(code_fingerprint() + "\n")
                 fill(tmp)
-            swap_folder(tmp, self.path(key))
+            self._swap(tmp, key)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def _swap(self, tmp: Path, key: str, tries: int = 3) -> None:
+        """Rename ``tmp`` into place; a rename lost to another sweep storing the same run
+        keeps its folder (the same result) rather than failing the sweep."""
+        for attempt in range(tries):
+            try:
+                swap_folder(tmp, self.path(key))
+                return
+            except OutputError as exc:
+                if exc.errno not in RENAME_RACES or attempt == tries - 1:
+                    raise
+                if self.is_done(key) or self.is_failed(key):
+                    return
+
+    def _read(self, key: str, name: str) -> dict[str, Any]:
+        """A stored JSON file; damaged (cut short by a crash of another tool, edited) it is a
+        ConfigError naming it and how to recompute it."""
+        path = self.path(key) / name
+        try:
+            return json.loads(path.read_text())
+        except ValueError as exc:  # not JSON, or not UTF-8
+            raise ConfigError(
+                f"{path}: damaged, not JSON ({exc}); delete {path.parent} and rerun to recompute that run"
+            ) from None
+
     def summary(self, key: str) -> dict[str, Any]:
-        return json.loads((self.path(key) / SUMMARY).read_text())
+        return self._read(key, SUMMARY)
 
     def table(self, key: str, name: str) -> pd.DataFrame:
         """A kept per-run table (``tables:`` in the grid)."""

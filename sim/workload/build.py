@@ -36,6 +36,9 @@ from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import TraceError, read_trace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the parent of the ``sim`` package
+# a run steps through idle time in report rounds (~1 MB per 1,000 idle seconds kept as
+# samples), so a trace's gap of 10^9 s would run for days and fill memory: a day at most
+MAX_IDLE_GAP = 86_400.0
 
 _ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS = range(5)
 
@@ -193,6 +196,20 @@ def tiers_drawn_apart(cfg: WorkloadConfig) -> bool:
     return cfg.client != "artifact"
 
 
+def _check_idle_gaps(arrival: np.ndarray, cfg: WorkloadConfig) -> None:
+    """A replayed trace's gaps between arrivals are at most ``MAX_IDLE_GAP`` (a ConfigError
+    naming the trace, the two requests and the fixes)."""
+    gaps = np.diff(arrival)
+    if len(gaps) and gaps.max() > MAX_IDLE_GAP:
+        i = int(gaps.argmax())
+        raise ConfigError(
+            f"workload.trace: {cfg.trace}: requests {i} and {i + 1} (in arrival order) arrive "
+            f"{gaps[i]:,.0f} s apart, at t = {arrival[i]:,.0f} and {arrival[i + 1]:,.0f} s; a run "
+            f"steps through idle time, so a gap is at most {MAX_IDLE_GAP:,.0f} s: time-scale the "
+            "trace (workload.arrival.rate) or take fewer requests (workload.num_requests)"
+        )
+
+
 def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> Workload:
     """The request stream of a run: a pure function of (``cfg``, ``seed``) and the trace file."""
     if seed < 0:
@@ -217,6 +234,7 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
     process = cfg.arrival.process
     if process == "trace":
         arrival = replay_arrivals(timestamps, cfg.arrival.rate)
+        _check_idle_gaps(arrival, cfg)
     elif process in ("uniform", "burst"):
         arrival = deterministic_arrivals(n, process, cfg.arrival.rate)
     else:

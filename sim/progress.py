@@ -1,10 +1,12 @@
-"""Progress of many runs, for whoever watches: a bar on a terminal, lines in a log.
+"""Progress for whoever watches: a bar on a terminal, lines in a log.
 
-A sweep logged to a file (CI, a cluster job, ``nohup``) would show nothing until it ends if
-it only drew a bar, so off a terminal it writes one line to stderr every ``interval``
-seconds or each ``step`` of the total, whichever comes first, and a last one at the end:
-runs done of the total, how many were reused from the store and how many failed, the time
-so far and an ETA from the rate of the runs computed in this process.
+A sweep or a run logged to a file (CI, a cluster job, ``nohup``) would show nothing until it
+ends if it only drew a bar, and a bar redrawn into a file is thousands of lines, so off a
+terminal it writes one line to stderr every ``interval`` seconds or each ``step`` of the
+total, whichever comes first, and a last one at the end. ``Progress`` counts a sweep's runs
+(how many were reused from the store, how many failed); ``RequestProgress`` one run's
+requests as they end (finished or aborted, so the count reaches the total only when the run
+has drained). Both give the time so far and an ETA from the rate of what this process did.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 LOG_INTERVAL = 30.0  # seconds between lines in a log at most (the issue's "every ~30 s")
 LOG_STEP = 0.05  # ... or each 5% of the runs, whichever comes first
@@ -33,8 +35,11 @@ class Progress:
     """Counts runs as they finish and shows them: ``update()`` per run, ``close()`` at the end.
 
     ``total`` runs of which ``reused`` came from the store before anything ran; ``show``
-    False shows nothing (``--quiet``). ``stream`` and ``clock`` are for tests.
+    False shows nothing (``--quiet``). ``stream`` and ``clock`` are for tests; ``delay``
+    seconds pass before a bar appears (a short run shows none).
     """
+
+    unit = "run"
 
     def __init__(
         self,
@@ -46,6 +51,7 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
         interval: float = LOG_INTERVAL,
         step: float = LOG_STEP,
+        delay: float = 0.0,
     ) -> None:
         self.name, self.total, self.reused = name, total, reused
         self.done, self.failed = reused, 0
@@ -60,7 +66,8 @@ class Progress:
             from tqdm import tqdm
 
             self.bar = tqdm(
-                total=total, initial=reused, unit="run", desc=name, file=self.stream, smoothing=0.1
+                total=total, initial=reused, unit=self.unit, desc=name, file=self.stream, smoothing=0.1,
+                delay=delay,
             )
         elif self.lines and self.done < total:
             self._line()
@@ -77,12 +84,12 @@ class Progress:
             self.bar.total = self.total
             self.bar.update(reused)
 
-    def update(self, failed: bool = False) -> None:
-        """One more run finished (``failed``: without a result)."""
-        self.done += 1
+    def update(self, failed: bool = False, count: int = 1) -> None:
+        """``count`` more finished (``failed``: one without a result)."""
+        self.done += count
         self.failed += failed
         if self.bar is not None:
-            self.bar.update()
+            self.bar.update(count)
             if failed:
                 self.bar.set_postfix(failed=self.failed)
         elif self.lines:
@@ -105,15 +112,36 @@ class Progress:
         eta = elapsed / computed * left if computed else math.inf
         share = 100 * self.done / self.total if self.total else 100.0
         return (
-            f"{self.name}: {self.done}/{self.total} runs ({share:.0f}%): {self.reused} reused, "
-            f"{computed - self.failed} computed, {self.failed} failed; {_duration(elapsed)}, "
-            f"ETA {_duration(eta) if left else 'done'}"
+            f"{self.name}: {self.done}/{self.total} {self.unit}s ({share:.0f}%): {self.details()}; "
+            f"{_duration(elapsed)}, ETA {_duration(eta) if left else 'done'}"
         )
+
+    def details(self) -> str:
+        return f"{self.reused} reused, {self.done - self.reused - self.failed} computed, {self.failed} failed"
 
     def _line(self, now: float | None = None) -> None:
         now = self.clock() if now is None else now
         print(self.line(now), file=self.stream, flush=True)
         self.last_time, self.last_done = now, self.done
+
+
+class RequestProgress(Progress):
+    """One run's requests as they end: ``advance(ended, now)`` from the run's sampling
+    callback (a count of requests finished or aborted, and the simulated time)."""
+
+    unit = "request"
+
+    def __init__(self, name: str, total: int, **options: Any) -> None:
+        self.simulated = 0.0  # before the first line, which shows it
+        super().__init__(name, total, **options)
+
+    def advance(self, ended: int, now: float) -> None:
+        self.simulated = now
+        if ended > self.done:
+            self.update(count=ended - self.done)
+
+    def details(self) -> str:
+        return f"{self.simulated:,.0f} simulated s"
 
 
 def _is_terminal(stream: TextIO) -> bool:
