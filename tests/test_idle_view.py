@@ -22,7 +22,7 @@ from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 PRESETS = ["llumnix", "infaas++", "llumnix-base", "llumnix-prose", "llumnix-prose-base", "round-robin"]
 
 
-def dropped_then_freest(scheduler: str) -> Simulation:
+def dropped_then_freest(scheduler: str, idle_reports: str = "always") -> Simulation:
     """Request 0 grows past all 20 blocks of its instance and is aborted
     ``exceeds_instance_limits`` at ~4.5 s (100-token prompt, 1,000 tokens asked); the other
     instance holds request 1 (17 blocks) until ~5.2 s. Request 2 arrives at 5.0 s: the
@@ -30,15 +30,17 @@ def dropped_then_freest(scheduler: str) -> Simulation:
     config = make_config(
         cluster={"instances": 2, "kv_capacity_blocks": 20, "watermark_fraction": 0.0, "max_batched_tokens": 2048},
         # no migration: where each request runs is where it was dispatched
-        scheduler={"name": scheduler, "load_report_interval": 0.25, "pairing": "none"},
+        scheduler={"name": scheduler, "load_report_interval": 0.25, "pairing": "none", "idle_reports": idle_reports},
     )
     workload = make_workload([0.0, 0.05, 5.0, 5.1], [100, 16, 40, 40], [1000, 250, 20, 20])
     return Simulation(config, LinearTimer(capacity_blocks=20), workload, transfer=make_transfer(), check_every_step=True)
 
 
+@pytest.mark.parametrize("idle_reports", ["always", "artifact"])
 @pytest.mark.parametrize("scheduler", [p for p in PRESETS if p != "round-robin"])
-def test_an_instance_that_dropped_a_request_is_dispatched_to_when_it_is_the_freest(scheduler):
-    simulation = dropped_then_freest(scheduler)
+def test_an_instance_that_dropped_a_request_is_dispatched_to_when_it_is_the_freest(scheduler, idle_reports):
+    """Both reporting choices report after a drop (the artifact's early return of ``step``)."""
+    simulation = dropped_then_freest(scheduler, idle_reports)
     result = simulation.run()
     dropped, busy, later = result.requests[0], result.requests[1], result.requests[2]
     dropped_on, busy_on = dropped.instances[0], busy.instances[0]
@@ -46,7 +48,32 @@ def test_an_instance_that_dropped_a_request_is_dispatched_to_when_it_is_the_free
     assert dropped.state is RequestState.ABORTED and dropped.abort_reason == "exceeds_instance_limits"
     assert dropped.finish_time < later.arrival < busy.finish_time  # the other is still busy then
     assert later.instances[0] == dropped_on
-    assert result.stale_idle_seconds == 0.0 and result.idle_stretches > 0
+    assert result.idle_stretches > 0
+    if idle_reports == "always":
+        assert result.stale_idle_seconds == 0.0
+
+
+def test_with_the_artifacts_reporting_an_instance_emptied_by_a_finish_keeps_its_last_snapshot():
+    """``scheduler.idle_reports: artifact``: after its last request finished an instance
+    sends nothing (the artifact's idle step has no output to carry its report), so the view
+    keeps the finishing step's snapshot and the summary counts the seconds it was wrong."""
+
+    def run(idle_reports: str):
+        config = make_config(
+            cluster={"instances": 2, "kv_capacity_blocks": 100},
+            scheduler={"name": "llumnix", "idle_reports": idle_reports},
+        )
+        workload = make_workload([0.0, 0.0, 5.0], [64, 64, 64], [3, 3, 3])  # both idle from ~0.1 s to 5 s
+        simulation = Simulation(config, LinearTimer(capacity_blocks=100), workload, transfer=make_transfer())
+        simulation.run_until(4.0)
+        return dict(simulation.scheduler.view.reports), simulation.run()
+
+    stale, stale_result = run("artifact")
+    assert all(r.num_running == 1 and r.used_blocks == 5 for r in stale.values())  # 65 tokens
+    assert stale_result.stale_idle_seconds > 4.8  # instance 0 (or 1) from ~0.1 s to the dispatch at 5 s
+    fresh, fresh_result = run("always")
+    assert all(r.num_running == 0 and r.used_blocks == 0 for r in fresh.values())
+    assert fresh_result.stale_idle_seconds == 0.0
 
 
 @pytest.mark.parametrize("scheduler", PRESETS)

@@ -191,6 +191,11 @@ class SchedulerConfig:
     ordering: Optional[str] = None  # order of simultaneous arrivals
     priority: SchedulerPriorityConfig = field(default_factory=SchedulerPriorityConfig)
     reports: Optional[Literal["per-step", "periodic"]] = None  # when instances report load
+    # what a per-step loop that finds nothing to run reports: "always" its state then, if the
+    # view holds another (INV-idle-view); "artifact" only after it dropped a request, as the
+    # artifact's early return of step does (after the last request finished or migrated out,
+    # its view keeps the last busy snapshot)
+    idle_reports: Literal["always", "artifact"] = "always"
     load_report_interval: float = 0.05  # seconds between periodic reports and samples (50 ms)
     count_dispatched_load: Optional[bool] = None  # add dispatched demand to the view until the next report
     load_control: Optional[bool] = None  # the artifact's --enable-load-control-prefill

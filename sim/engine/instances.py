@@ -41,6 +41,9 @@ class StepLog:
     # per-step load reports: the state at a step's scheduling, delivered when it ends
     step_reports: Optional[StepReports] = None
     idle_watch: Optional[IdleWatch] = None  # INV-idle-view: idle stretches against the view
+    # an idle loop reports whenever the view holds another state (scheduler.idle_reports
+    # "always"), or only after a drop ("artifact")
+    idle_reports_always: bool = True
     batches: int = 0
     batch_log: list[BatchRecord] = field(default_factory=list)
 
@@ -62,6 +65,8 @@ class StepLoop:
         # a StepLog's switches are fixed when the simulation is built: read them once
         self._step_reports = log.step_reports
         self._check = log.check_every_step
+        self._idle_reports_always = log.idle_reports_always
+        self._drops_reported = 0  # the former's drops when this loop last reported idle
         self._record = log.record_batches
         self._pending: Optional[simpy.Event] = None  # the timeout or wake event waited on
         self._batch: Optional[Batch] = None
@@ -122,6 +127,7 @@ class StepLoop:
         batches.busy = True
         if self._step_reports is not None:
             self._report = self.reporter.report()
+            self._drops_reported = batches.drops  # this report shows any drop of this step
         duration = batches.iteration_time(batch)
         if self._record:
             self.log.batch_log.append(
@@ -134,14 +140,16 @@ class StepLoop:
 
     def _went_idle(self) -> None:
         """Nothing to run: the scheduler hears the instance as it is now if its view holds
-        anything else (after a drop, as the artifact's early return of ``step`` reports;
-        after the last request finished or migrated out too, which the artifact leaves
-        stale: INV-idle-view, ``sim.engine.idle_watch``), and an empty instance starts an
-        idle stretch. The wake event is already set, so whatever the report starts may wake
-        this loop."""
+        anything else — after a drop, as the artifact's early return of ``step`` reports;
+        with ``scheduler.idle_reports: always`` also after the last request finished or
+        migrated out, which the artifact leaves stale (INV-idle-view,
+        ``sim.engine.idle_watch``) — and an empty instance starts an idle stretch. The wake
+        event is already set, so whatever the report starts may wake this loop."""
         llumlet = self.llumlet
         step_reports = self._step_reports
-        if step_reports is not None:
+        drops = self.batches.drops
+        if step_reports is not None and (self._idle_reports_always or drops != self._drops_reported):
+            self._drops_reported = drops
             step_reports.deliver_if_changed(self.reporter.report())
         watch = self.log.idle_watch
         if watch is not None and self.alive and llumlet.is_empty and not llumlet.ledger.reserved:

@@ -113,13 +113,14 @@ class Simulation:
             else None
         )
         self.steps = StepLog(record_batches, check_every_step, self.step_reports)
+        always = self.steps.idle_reports_always = config.scheduler.idle_reports == "always"
         self._next_tick = 0.0  # when the tick next runs (periodic reports are due then)
         if self.step_reports is not None or not self.scheduler.reports_per_step:  # a view is read
             self.steps.idle_watch = IdleWatch(
                 self.scheduler.view.reports,
                 (lambda now: now) if self.step_reports is not None else (lambda now: self._next_tick),
                 lambda: self.fallback_kind is None,
-                strict=check_every_step,
+                strict=check_every_step and always,  # the artifact's reporting leaves views stale
             )
         self.requests: list[Request] = []
         self.load_samples: list[LoadSample] = []

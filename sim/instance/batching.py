@@ -86,6 +86,7 @@ class BatchFormer:
         self.copying = 0  # migration stages copying to or from this instance right now
         self.batch_started = 0.0
         self.preemptions = 0
+        self.drops = 0  # requests aborted as exceeding the instance (the artifact's ignored)
 
     # ------------------------------------------------------------------ iterations
     def next_batch(self) -> Optional[Batch]:
@@ -313,6 +314,7 @@ class BatchFormer:
             self._leave_running(request)
         self.ledger.release(request)
         request.abort(reason, self.clock())
+        self.drops += 1
         self.on_done(request)
 
     # ------------------------------------------------------------------ migration boundary

@@ -35,7 +35,8 @@ from sim.sweep.store import RunStore
 TABLES = "tables"  # the folder of a compact copy's kept per-run tables
 RUN_KEY = "config_hash"  # the column naming each kept table row's run
 # what every study's findings and notebooks read: latency mean/P50/P99 overall and per tier,
-# cost, preemptions and migrations, SLO attainment and per-GPU capacity where a study has them
+# cost, preemptions and migrations, SLO attainment and per-GPU capacity where a study has them,
+# and the instance-seconds an idle instance was shown busy
 KEPT = tuple(
     re.compile(pattern)
     for pattern in (
@@ -46,6 +47,7 @@ KEPT = tuple(
         r"slo\.(overall|by_tier\.\d+)\.attainment",
         r"slo\.tiers_met",
         r"capacity\.[a-z_]+",
+        r"scheduler_view\.stale_idle_instance_seconds",  # INV-idle-view: 0 in every run
     )
 )
 
