@@ -205,12 +205,9 @@ def test_pools_that_cannot_serve_exit_2_naming_the_key(pools, extra, expected, t
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the dispatch rules (sim.cluster.dispatch) do not see each pool's limits, so "
-    "round-robin sends every other 1,000-token prompt to the pool with a 512-token budget, which aborts it",
-)
 def test_a_request_a_narrow_pool_refuses_is_served_by_a_wide_one(tmp_path, capsys):
+    """Round-robin sent every other 1,000-token prompt to the pool with a 512-token budget,
+    which aborted it: dispatch now chooses among the instances whose pool can prefill it."""
     (tmp_path / "long.csv").write_text(f"{LENGTHS_HEADER}\n" + "1000,5\n" * 10)
     (tmp_path / "c.yaml").write_text(NARROW_AND_WIDE.format(trace=tmp_path / "long.csv"))
     assert main(["run", str(tmp_path / "c.yaml"), "--quiet", "--no-plots", "--out", str(tmp_path / "out")]) == 0

@@ -4,6 +4,7 @@ executes against them."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from sim.sweep.plots import open_sweep
@@ -40,10 +41,23 @@ def test_every_committed_study_opens_in_a_fresh_clone_with_all_its_seeds(clone):
     assert len(open_sweep("paper", results).meta["seeds"]) >= 5
 
 
+def test_no_committed_run_of_the_fixed_engine_showed_an_idle_instance_busy(clone):
+    """INV-idle-view on every run the idle-instance fix re-made: the summary's stale idle
+    seconds are 0 — except in the paper grid's part run with the artifact's reporting, whose
+    emptied instances keep their last busy snapshot (so the figure can come out otherwise)."""
+    results, _ = clone
+    column = "scheduler_view.stale_idle_instance_seconds"
+    for study in ("paper", "k_autoscale", "slo_floor", "stress"):
+        index = open_sweep(study, results).index
+        part = index["part"] if "part" in index else pd.Series("", index=index.index)
+        artifact = part == "diagnostic-priorities-artifact-reports"
+        assert (index.loc[~artifact, column] == 0).all(), study
+        if study == "paper":
+            assert (index.loc[artifact, column] > 0).all() and artifact.sum() == 40
+
+
 def test_the_committed_capacity_answer_has_ten_seeds_for_every_search():
     import json
-
-    import pandas as pd
 
     meta = json.loads((REPO / "results" / "k_capacity" / "capacity_grid.json").read_text())
     searches = pd.read_parquet(REPO / "results" / "k_capacity" / "searches.parquet")

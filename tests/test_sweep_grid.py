@@ -29,8 +29,9 @@ def grid(**spec):
         ("k_study", 2 * 4 * 10 * 3 * 3, 10),
         ("k_study_smoke", 2 * 2 * 3 * 2 * 3, 3),
         # Fig. 11: 2 datasets x 5 rates x 3 schedulers + 5 synthetic x 5 x 2; Fig. 13: 4 CVs x 2;
-        # Figs. 14-15: (6 rates + 5 CVs + 5 thresholds) x 2; the diagnostic part: 4 CVs x 1
-        ("paper", 2 * 5 * 3 + 5 * 5 * 2 + 4 * 2 + (6 + 5 + 5) * 2 + 4, 5),
+        # Figs. 14-15: (6 rates + 5 CVs + 5 thresholds) x 2; the diagnostic parts: artifact reports
+        # 4 CVs x 2, LCFS-normal 4 CVs x 1
+        ("paper", 2 * 5 * 3 + 5 * 5 * 2 + 4 * 2 + (6 + 5 + 5) * 2 + 4 * 2 + 4, 5),
         ("paper_smoke", 2 * 3 + 5 * 2 + 2 * 2 + (1 + 1 + 2) * 2 + 2, 1),
         ("scalability", 5 * 2, 2),
         ("scalability_smoke", 2 * 2, 1),

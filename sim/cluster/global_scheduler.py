@@ -192,11 +192,20 @@ class GlobalScheduler:
         self.dispatch_rule.observed_since(self.view, reported)
         self._unsettled.clear()
 
-    def dispatch(self, request: DispatchInfo) -> int:
-        """The instance for a new request (there is at least one dispatchable instance)."""
+    def dispatch(self, request: DispatchInfo, among: Optional[list[int]] = None) -> int:
+        """The instance for a new request (there is at least one dispatchable instance);
+        ``among``, the dispatchable instances able to serve it when only some are (pools of
+        other limits): the rule chooses as if they were the only ones."""
         if self._unsettled:
             self._settle()
-        target = self.dispatch_rule.choose(self.view, request)
+        if among is None:
+            target = self.dispatch_rule.choose(self.view, request)
+        else:
+            every, self.view.instances = self.view.instances, among
+            try:
+                target = self.dispatch_rule.choose(self.view, request)
+            finally:
+                self.view.instances = every
         if self.settings.count_dispatched_load:
             self.view.note_dispatch(target, request.demand_blocks)
         self.dispatch_rule.dispatched(self.view, target)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import time as wallclock
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 import simpy
@@ -101,6 +101,8 @@ class Simulation:
         )
         self._next_adapt = (config.scheduler.priority.adaptive or AdaptiveHeadroomConfig()).interval
         first = next(iter(self.pools.values()))
+        # pools of other limits: a request goes only where some instance can ever prefill it
+        self._limits_differ = len({pool.limits for pool in self.pools.values()}) > 1
         self.scale_pool = first.name  # scale-out adds instances of the first pool
         self.block_size = first.limits.block_size  # every pool's (the config checks it)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
@@ -242,14 +244,21 @@ class Simulation:
         if not instances:
             self.end_request(request, ABORT_NO_INSTANCE)
             return
+        able = self._able_to_serve(request.seq_len, instances) if self._limits_differ else None
         if self.fallback_kind is None:
             demand = blocks_for(request.seq_len, self.block_size)
-            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len))
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len), able)
         else:
-            target = self.fallback.choose(instances, self.fallback_kind)
+            target = self.fallback.choose(able or instances, self.fallback_kind)
         runtime = self.instances[target]
         runtime.llumlet.enqueue(request)
         self._wake(runtime)
+
+    def _able_to_serve(self, tokens: int, instances: Sequence[int]) -> Optional[list[int]]:
+        """The dispatchable instances whose pool can ever prefill ``tokens``, when only some
+        can (None: all can, or none, and the request goes as it would in one pool)."""
+        able = [i for i in instances if self.instances[i].pool.limits.can_prefill(tokens)]
+        return able if 0 < len(able) < len(instances) else None
 
     def end_request(self, request: Request, reason: str) -> None:
         request.abort(reason, self.env.now)

@@ -172,11 +172,7 @@ class BatchFormer:
             request = self.waiting.head()
             q = request.seq_len
             need = blocks_for(q, limits.block_size)
-            if (
-                q > limits.max_batched_tokens
-                or q > limits.max_seq_len
-                or need > limits.capacity_blocks - limits.watermark_blocks
-            ):
+            if not limits.can_prefill(q):
                 self.waiting.pop_head()
                 self.abort(request, "exceeds_instance_limits")
                 continue

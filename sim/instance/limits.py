@@ -30,6 +30,16 @@ class LlumletLimits:
     tiers: int = 1
     max_seq_len: int = NO_SEQUENCE_LIMIT  # the replica model's longest sequence (max_model_len)
 
+    def can_prefill(self, tokens: int) -> bool:
+        """Whether a prefill of ``tokens`` tokens fits an empty instance at all: the token
+        budget, the longest sequence and every block above the watermark (vLLM ignores a
+        prompt past its limit; llumsim aborts it ``exceeds_instance_limits``)."""
+        return (
+            tokens <= self.max_batched_tokens
+            and tokens <= self.max_seq_len
+            and blocks_for(tokens, self.block_size) <= self.capacity_blocks - self.watermark_blocks
+        )
+
 
 def blocks_for(tokens: int, block_size: int) -> int:
     """KV blocks that hold ``tokens`` tokens (vLLM rounds up to whole blocks)."""
