@@ -268,8 +268,9 @@ def test_the_quickstart_prints_what_the_readme_shows(placeholders, capsys, monke
 
 def test_the_tables_the_docs_quote_are_those_their_commands_write(placeholders, capsys, monkeypatch):
     """The claims-table rule for the tables the pages copy: docs/paper.md's claims block is
-    results/paper/claims.md, the K-tier tables are rows of findings.md and of what
-    ``capacity_report`` prints on the committed results."""
+    results/paper/claims.md, the K-tier tables are rows of findings.md, and the K-tier GPU
+    section's tables and quoted lines are what ``capacity_report`` prints on the committed
+    results."""
     monkeypatch.chdir(REPO)
     paper = (REPO / "docs" / "paper.md").read_text(encoding="utf-8")
     block = paper.split("<!-- paper-claims:begin -->\n", 1)[1].split("<!-- paper-claims:end -->", 1)[0]
@@ -278,8 +279,15 @@ def test_the_tables_the_docs_quote_are_those_their_commands_write(placeholders, 
     committed = (REPO / "results" / "k_study" / "findings.md").read_text(encoding="utf-8")
     assert [row for row in rows(findings) if row not in committed] == []
     reports = "".join(printed(c, placeholders, capsys) for c in RUNS if c.startswith("python -m sim.sweep.capacity_report"))
-    assert [row for row in rows(gpus) if row not in reports] == []
+    assert [line for line in rows(gpus) + quotes(gpus) if line not in reports] == []
 
 
 def rows(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("|")]
+
+
+def quotes(text: str) -> list[str]:
+    """The one-line quotes of a page, without their "> ": the lines it copies from an output
+    (a note is a quote of several lines)."""
+    blocks = re.findall(r"(?:^> .*\n)+", text, re.M)
+    return [block[2:-1] for block in blocks if block.count("\n") == 1]
