@@ -61,12 +61,12 @@ def test_a_shipped_rule_can_be_subclassed_and_its_override_is_used():
     assert [r.instances[0] for r in runs["test-load-lowest-id"].requests][3:] == [0, 0, 0]
 
 
-def test_the_readme_example_of_a_new_rule_is_code_that_registers_it():
-    """README "Adding a policy" shows the code as it is: run verbatim, it adds the rule."""
+def test_the_docs_example_of_a_new_rule_is_code_that_registers_it():
+    """docs/architecture.md's "Adding a policy" shows the code as it is: run verbatim, it adds the rule."""
     from tests.sweep_support import REPO
 
-    readme = (REPO / "README.md").read_text()
-    example = readme.split("**Adding a policy**", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    page = (REPO / "docs" / "architecture.md").read_text()
+    example = page.split("**Adding a policy**", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {}
     exec(example, namespace)
     rule = DISPATCH_RULES.get("newest-instance")

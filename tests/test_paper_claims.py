@@ -235,8 +235,8 @@ def grid_part(name):
     return part
 
 
-def test_the_command_runs_parts_and_rewrites_the_readme_block(tmp_path, capsys):
-    readme = tmp_path / "README.md"
+def test_the_command_runs_parts_and_rewrites_the_claims_block(tmp_path, capsys):
+    readme = tmp_path / "paper.md"
     readme.write_text("before\n<!-- paper-claims:begin -->\nSTALE TABLE\n<!-- paper-claims:end -->\nafter\n")
     args = ["paper", "--smoke", "--only", "serving-S-S", "--jobs", "1", "--quiet"]
     assert main([*args, "--out", str(tmp_path / "paper_smoke"), "--readme", str(readme)]) == 0

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", action="append", default=[], metavar="PART", help="run only these parts (repeatable), e.g. serving-L-L")
     add_execution_arguments(parser)
     parser.add_argument("--out", type=Path, help="results folder (default: results/paper or results/paper_smoke)")
-    parser.add_argument("--readme", type=Path, help=f"also rewrite the claims table between {README_BEGIN} and {README_END} in this file")
+    parser.add_argument("--readme", type=Path, help=f"also rewrite the claims table between {README_BEGIN} and {README_END} in this file (docs/paper.md)")
     add_quiet_argument(parser)
     add_retry_argument(parser)
 

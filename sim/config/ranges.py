@@ -36,6 +36,11 @@ class Range:
     open_low: bool = False
     open_high: bool = False
 
+    def interval(self) -> str:
+        """The interval as written in errors and in docs/configuration.md, e.g. ``(0, 1]``."""
+        left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+        return f"{left}{_show(self.low)}, {_show(self.high)}{right}"
+
     def check(self, name: str, value: Any) -> None:
         """Raise a ConfigError naming ``name`` if ``value`` (a number, a list of numbers, or
         None: unset) lies outside."""
@@ -47,9 +52,7 @@ class Range:
             return
         unit = f" {self.unit}" if self.unit else ""
         if math.isnan(value):
-            left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
-            interval = f"{left}{_show(self.low)}, {_show(self.high)}{right}"
-            raise ConfigError(f"{name}: must be a number in {interval}{unit}, got nan")
+            raise ConfigError(f"{name}: must be a number in {self.interval()}{unit}, got nan")
         if value < self.low or (self.open_low and value == self.low):
             bound = f"{'>' if self.open_low else '>='} {_show(self.low)}"
         elif value > self.high or (self.open_high and value == self.high):

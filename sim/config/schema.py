@@ -60,19 +60,21 @@ class OverheadConfig:
 class ClusterConfig:
     """The instances: which model on which device, and the per-instance vLLM limits."""
 
-    model: str = "llama-7b"
-    device: str = "a10"
-    instances: int = 16
+    model: str = "llama-7b"  # llama-7b (one A10) or llama-30b (4 x A10, tensor parallel 4)
+    device: str = "a10"  # the GPU the replica model is profiled on
+    instances: int = 16  # instances at the start (with autoscale: the count it starts from)
     tensor_parallel: Optional[int] = None  # None: the model's default layout (7B: 1, 30B: 4)
-    block_size: int = 16
+    block_size: int = 16  # tokens per KV block (vLLM's 16)
+    # share of GPU memory vLLM may use; the KV cache gets what the profile run leaves
     gpu_memory_utilization: float = 0.9
     kv_capacity_blocks: Optional[int] = None  # None: from memory planning
+    # tokens one iteration may batch (vLLM's max_num_batched_tokens)
     max_batched_tokens: int = 12800
-    max_batch_size: int = 256
-    watermark_fraction: float = 0.01
+    max_batch_size: int = 256  # requests one iteration may batch (vLLM's max_num_seqs)
+    watermark_fraction: float = 0.01  # share of KV blocks admission keeps free (vLLM's watermark)
     overhead: OverheadConfig = field(default_factory=OverheadConfig)
     # × the GPU time of iterations without a prefill chunk (1.0: the A10 calibration, whose
-    # light-batch decode follows the Llumnix paper's Figure 4; see README "Replica model")
+    # light-batch decode follows the Llumnix paper's Figure 4; see docs/replica-model.md)
     decode_scale: float = 1.0
 
     # batch limits above what the replica model is profiled for are refused by the engine
@@ -99,7 +101,7 @@ class PoolConfig(ClusterConfig):
     ``cluster``). A run's instances come from ``pools``; ``cluster`` is the one-pool
     shorthand (its pool is named ``cluster``)."""
 
-    name: str = "cluster"
+    name: str = "cluster"  # the pool's name, unique among the pools
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -115,7 +117,7 @@ def as_pool(cluster: ClusterConfig, name: str = "cluster") -> PoolConfig:
 class HeadroomConfig:
     """K-tier headroom: tier p reserves H_p = M * h_max * exp(-decay * p) blocks while it runs."""
 
-    h_max: float = 0.20
+    h_max: float = 0.20  # tier 0's headroom, as a fraction of an instance's blocks M
     decay: float = 1.0  # lambda: how fast headroom shrinks from one tier to the next
     lowest_tier_none: bool = True  # the background tier (K-1) gets no headroom
     max_total: float = 0.5  # cap on the headroom of all tiers together, as a fraction of M
@@ -140,8 +142,8 @@ class AdaptiveHeadroomConfig:
     7.5 req/s, enough to tell 99% from 95%; 2% of M is ~16 blocks of a 782-block A10 instance,
     one 256-token request's KV cache."""
 
-    interval: float = 10.0
-    step: float = 0.02
+    interval: float = 10.0  # seconds between controller steps: the attainment window
+    step: float = 0.02  # headroom moved per step, as a fraction of an instance's blocks M
 
     RANGES: ClassVar[dict[str, Range]] = {
         "interval": Range(0.001, 86_400.0, "s"),
@@ -242,6 +244,8 @@ class TransferConfig:
 class MigrationConfig:
     """How a request moves between instances (used by the llumnix schedulers)."""
 
+    # live: staged copies while decoding; blocking: one copy with the request stopped;
+    # recompute: the destination prefills it again
     mode: Literal["live", "blocking", "recompute"] = "live"
     candidate: Optional[str] = None  # which running request a source moves (None: the preset's)
     # enter the last stage when at most this many blocks remain (0: never before max_stages,
@@ -268,7 +272,7 @@ class AutoscaleConfig:
     """Keep the cluster's average freeness within [low, high] by adding or draining instances
     (the rule decides how: ``artifact`` or ``sustained-band``)."""
 
-    enabled: bool = False
+    enabled: bool = False  # scale the cluster (otherwise its instances stay as they started)
     rule: str = "artifact"  # scaling rule, sim.cluster.SCALING_RULES (or sustained-band)
     low: float = 10.0  # scale out when the average freeness is below this
     high: float = 60.0  # scale in when it is above this (artifact: low + 50)
@@ -276,8 +280,8 @@ class AutoscaleConfig:
     first_check: float = 110.0  # artifact rule: the first check (100 s after start + interval)
     sustain: float = 10.0  # sustained-band rule: seconds the condition must hold before acting
     cold_start: float = 0.0  # seconds from a scale-out decision until the instance serves
-    min_instances: int = 1
-    max_instances: int = 16
+    min_instances: int = 1  # fewest instances scale-in leaves
+    max_instances: int = 16  # most instances scale-out adds up to
     queue_aware: bool = False  # scale on freeness that counts queued demand (Llumnix's code)
 
     RANGES: ClassVar[dict[str, Range]] = {
@@ -312,15 +316,19 @@ class FaultConfig:
       fails with this probability (the handshake aborts it).
     """
 
+    # which fault; the keys each kind reads are listed above
     kind: Literal["scheduler_down", "instance_failure", "transfer_failure"]
-    start: Optional[float] = None
-    end: Optional[float] = None
-    at: Optional[float] = None
-    instance: Optional[int] = None
+    start: Optional[float] = None  # scheduler_down, transfer_failure: when the window opens (s)
+    end: Optional[float] = None  # scheduler_down, transfer_failure: when it closes (s)
+    at: Optional[float] = None  # instance_failure: when the instance dies (s)
+    instance: Optional[int] = None  # instance_failure: the id of the instance that dies
+    # instance_failure: abort its requests, or dispatch them again from scratch
     on_failure: Literal["abort", "retry"] = "abort"
+    # instance_failure: seconds until a fresh instance joins (None: never)
     restart_after: Optional[float] = None
+    # scheduler_down: how frontends dispatch while it is away
     fallback: Literal["round-robin", "random"] = "round-robin"
-    probability: float = 0.0
+    probability: float = 0.0  # transfer_failure: the chance that each stage in the window fails
 
     RANGES: ClassVar[dict[str, Range]] = {
         "start": SECONDS,
@@ -379,9 +387,9 @@ class FaultConfig:
 class OutputConfig:
     """What a run writes under ``<dir>/<name>/``."""
 
-    dir: str = "results"
+    dir: str = "results"  # the folder the run's folder goes under
     timeseries_interval: float = 1.0  # seconds between instance samples
-    plots: bool = True
+    plots: bool = True  # write latency.png, timeline.png and migrations.png
     timeline: bool = False  # write timeline.json (Perfetto / chrome://tracing): batches and migrations
     progress: Optional[bool] = None  # False: none; else a bar on a terminal, lines in a log
 
@@ -407,8 +415,8 @@ class CostConfig:
 class SimulationConfig:
     """A whole run: a pure function of this config (and its seed)."""
 
-    name: str = "run"
-    seed: int = 0
+    name: str = "run"  # the run's folder under output.dir (a plain name, never a path)
+    seed: int = 0  # seeds every random draw: the same config and seed give the same run
     time_limit: Optional[float] = None  # stop after this many simulated seconds (None: drain)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     # named pools of instances instead of ``cluster`` (left out of the resolved config when

@@ -22,8 +22,8 @@ SLO_SECONDS = Range(0.0, 86_400.0, "s", open_low=True)  # a target of 0 s no req
 class SloTargetConfig:
     """One tier's targets: time to first token and mean time per output token after it."""
 
-    ttft: float
-    tpot: float
+    ttft: float  # seconds from arrival to the first token
+    tpot: float  # mean seconds per output token after the first
 
     RANGES: ClassVar[dict[str, Range]] = {"ttft": SLO_SECONDS, "tpot": SLO_SECONDS}
 
@@ -36,7 +36,7 @@ class SloLadderConfig(SloTargetConfig):
     """Tier 0's targets and how much looser each next tier's are (``growth`` >= 1: a less
     critical tier never has a tighter target than a more critical one)."""
 
-    growth: float = 2.0
+    growth: float = 2.0  # each next tier's targets are this many times looser
 
     RANGES: ClassVar[dict[str, Range]] = {
         **SloTargetConfig.RANGES,

@@ -21,6 +21,7 @@ class ArrivalConfig:
     BurstGPT runs, which still passed a qps).
     """
 
+    # renewal processes at rate, all at t = 0 (burst), or the trace's own times
     process: Literal["poisson", "gamma", "uniform", "burst", "trace"] = "poisson"
     rate: Optional[float] = 7.5  # requests/s; for ``trace``: time-scale to this rate (None: as recorded)
     cv: float = 1.0  # coefficient of variation of inter-arrival times (gamma only)
@@ -48,9 +49,9 @@ class ArrivalConfig:
 class SyntheticLengthsConfig:
     """Power-law lengths by class (S=128, M=256, L=512 mean tokens), as in the Llumnix paper."""
 
-    input: str = "M"
-    output: str = "M"
-    max_tokens: int = 6144
+    input: str = "M"  # prompt length class: S, M or L
+    output: str = "M"  # output length class: S, M or L
+    max_tokens: int = 6144  # cap on every length (the artifact client's 6,144)
 
     RANGES: ClassVar[dict[str, Range]] = {"max_tokens": TOKENS}
 
@@ -67,8 +68,9 @@ class SyntheticLengthsConfig:
 class PriorityConfig:
     """How each request gets its tier (0 = most critical, K-1 = background)."""
 
+    # how tiers are drawn (the weights: docs/workloads.md, Tiers)
     sampler: Literal["uniform", "gaussian", "enterprise", "share"] = "uniform"
-    tiers: int = 1
+    tiers: int = 1  # K, the number of tiers
     high_share: float = 0.1  # ``share`` sampler: fraction of requests in tier 0 (paper: 10%)
 
     RANGES: ClassVar[dict[str, Range]] = {"tiers": Range(1, 64), "high_share": FRACTION}
@@ -87,8 +89,8 @@ class MatchConfig:
     requests the run receives, so both targets hold there (P95 to within rounding).
     """
 
-    mean: Optional[float] = None
-    p95: Optional[float] = None
+    mean: Optional[float] = None  # the mean length to reach (tokens)
+    p95: Optional[float] = None  # the 95th percentile to reach (tokens)
 
     RANGES: ClassVar[dict[str, Range]] = {"mean": TOKENS, "p95": TOKENS}
 
@@ -148,7 +150,7 @@ class ShapeConfig:
     GPT-4 subset). Keys set under ``input``/``output`` override the preset's, field by field.
     """
 
-    preset: Optional[str] = None
+    preset: Optional[str] = None  # a named shaping (sharegpt-gpt4), its keys overridable below
     input: FieldShapeConfig = field(default_factory=FieldShapeConfig)
     output: FieldShapeConfig = field(default_factory=FieldShapeConfig)
     # drop drawn requests whose prompt + output reach this many tokens (the Llumnix
@@ -166,8 +168,11 @@ class ShapeConfig:
 class WorkloadConfig:
     """Where requests come from: a length table, a timestamped trace, or a generator."""
 
+    # a length table, a trace with arrival times, or generated lengths
     source: Literal["lengths", "timestamped", "synthetic"] = "lengths"
+    # the CSV (a relative path: from the current folder, then the repository)
     trace: Optional[str] = "traces/sharegpt/sharegpt_v3_first_turn.csv"
+    # the trace's columns (auto: told apart by its header)
     format: Literal["auto", "lengths", "burstgpt", "azure"] = "auto"
     num_requests: Optional[int] = 2000  # None: the whole trace (required for synthetic)
     arrival: ArrivalConfig = field(default_factory=ArrivalConfig)
