@@ -72,7 +72,7 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     "llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 3":
         Runs("llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 1 --set workload.num_requests=300 --out {tmp}"),
     "llumsim paper --smoke": Runs(PAPER),
-    "llumsim paper --jobs 1": Runs(PAPER),
+    "llumsim paper --jobs 2": Runs(PAPER),
     # docs/running.md
     "llumsim run CONFIG.yaml [--set key=value ...] [--out DIR] [--no-plots] [--quiet]": Help("llumsim run --help"),
     "llumsim calibrate [--json] [--plot FILE]": Help("llumsim calibrate --help"),
