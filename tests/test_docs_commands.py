@@ -110,11 +110,11 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     "llumsim capacity --grid experiments/grids/k_capacity.yaml --jobs 2":
         Elsewhere("tests/test_capacity_grid.py::test_the_smoke_grid_answers_every_search_consistently_with_its_points"),
     "python -m sim.sweep.capacity_report results/k_capacity": Runs("python -m sim.sweep.capacity_report results/k_capacity"),
-    # no smoke grid: 300 runs of 20 requests still take a minute here, so only its cells are checked
+    # its smoke grid: 60 requests, K 1/4 x two mixes, one seed (4 runs, 1 simulation)
     "llumsim sweep experiments/grids/slo_floor.yaml --out /tmp/slo_floor":
-        Runs("llumsim sweep experiments/grids/slo_floor.yaml --out {tmp} --dry-run"),
+        Runs("llumsim sweep experiments/grids/slo_floor_smoke.yaml --out {smoke:slo_floor_smoke} --quiet"),
     "python -m sim.sweep.compact /tmp/slo_floor results/slo_floor --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'":
-        Runs("python -m sim.sweep.compact {smoke:k_autoscale_smoke} {tmp} --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'"),
+        Runs("python -m sim.sweep.compact {smoke:slo_floor_smoke} {tmp} --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'"),
     "python -m sim.sweep.capacity_report results/k_capacity --floor results/slo_floor":
         Runs("python -m sim.sweep.capacity_report results/k_capacity --floor results/slo_floor"),
     "llumsim sweep experiments/grids/k_autoscale.yaml --jobs 2 --out /tmp/k_autoscale":

@@ -35,6 +35,7 @@ def grid(**spec):
         ("paper_smoke", 2 * 3 + 5 * 2 + 2 * 2 + (1 + 1 + 2) * 2 + 2, 1),
         ("scalability", 5 * 2, 2),
         ("scalability_smoke", 2 * 2, 1),
+        ("slo_floor_smoke", 2 * 2, 1),
         ("stress", 2 * 2 * 2, 3),
         ("stress_smoke", 2 * 1 * 2, 2),
     ],
