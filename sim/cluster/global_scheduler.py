@@ -7,7 +7,7 @@ other ``scheduler.*`` keys override its parts. It sees load reports only; its an
 dispatch targets and (source, destination) pairs.
 
 Presets. The first four are the Llumnix artifact's baselines as its code ran them
-(``vllm/core/request_scheduler.py``, ``vllm/instance_info.py``; README "Schedulers"):
+(``vllm/core/request_scheduler.py``, ``vllm/instance_info.py``; docs/schedulers.md):
 per-step load reports, no dispatched-load accounting, the ``load`` dispatch, pairing by
 ``need_migrate_prefill_v2``, LCFS candidates, priorities as a load target. The ``-prose``
 presets are the paper's text (Algorithm 1, §4.4): F_full dispatch, persistent threshold

@@ -18,7 +18,7 @@ subtracts from an instance's available memory.
   a controller from the tier's recent SLO attainment (``sim.cluster.adaptive_headroom``).
 
 The mode also says how the llumlet orders its own queue by default: ``load-target`` keeps
-vLLM's FCFS (the artifact's high-priority insertion is a no-op in effect, see README),
+vLLM's FCFS (the artifact's high-priority insertion is a no-op in effect, see docs/schedulers.md),
 ``headroom`` serves and preempts by tier.
 
 Compiled with the dispatch rules (``sim.native``), and for the same reasons registered by a

@@ -20,7 +20,7 @@ its blocks. The prediction, for a request of ``prompt_tokens``:
   predicted feasible.
 
 It ignores what arrives later (later prefills interleave with decodes and lengthen TPOT)
-and the preemptions a full instance makes; its measured error is in the README.
+and the preemptions a full instance makes; its measured error is in docs/schedulers.md.
 """
 
 from __future__ import annotations

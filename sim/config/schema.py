@@ -1,6 +1,6 @@
 """The typed shape of a llumsim run: one dataclass per YAML section.
 
-Defaults here are the simulator's defaults (see REFERENCE facts in the README). Validation
+Defaults here are the simulator's defaults (the facts behind them: docs/replica-model.md and docs/schedulers.md). Validation
 of a single value happens in ``__post_init__`` and names the field; checks that need other
 parts of ``sim`` (is this model known? this scheduler?) happen where those parts are built,
 and also raise ``ConfigError`` naming the dotted key.

@@ -9,7 +9,7 @@ whether the best scheme's paired ratio to the runner-up excludes 1; and per sche
 the best K against K = 1. ``--floor results/slo_floor``: how much of each tier meets the SLOs
 with no load (``experiments/grids/slo_floor.yaml``), against the grid's bound and the searches
 that found no rate. ``--autoscale results/k_autoscale``: the auto-scaling study's table.
-Every number the README's K-tier section quotes comes from here.
+Every number docs/findings.md's K-tier GPU section quotes comes from here.
 """
 
 from __future__ import annotations

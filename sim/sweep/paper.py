@@ -492,7 +492,7 @@ def _saving_claim(part: str, label: str, paper: Paper) -> Claim:
 
 
 def claims() -> list[Claim]:
-    """Every claim the paper grid can test (ids as in the README's claims table), one row
+    """Every claim the paper grid can test (ids as in docs/paper.md's claims table), one row
     per statistic."""
     rr, inf = "round-robin", "infaas++"
     return [
