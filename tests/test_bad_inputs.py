@@ -155,6 +155,10 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
         ["scheduler.priority.adaptive={step: 0.1}"],
         "scheduler.priority.adaptive: only the adaptive-headroom priority mode reads it; this run's mode is none (the infaas++ preset's)",
     ),
+    "the artifact's idle reporting under periodic reports": (
+        ["scheduler.name=llumnix-prose", "scheduler.idle_reports=artifact"],
+        "scheduler.idle_reports: only per-step reports read it; this run's reports are periodic (the llumnix-prose preset's), which report every instance at every tick",
+    ),
     "an SLO quantile of zero": (["slo={ladder: {ttft: 0.5, tpot: 0.05}, quantile: 0}"], "slo.quantile: must be > 0, got 0"),
     "a ladder that grows past a day": (
         ["workload.priority.tiers=4", "slo={ladder: {ttft: 100, tpot: 0.05, growth: 100}}"],

@@ -51,6 +51,12 @@ def check_names(config: SimulationConfig) -> NamedRules:
     ARRIVAL_ORDERINGS.get(settings.ordering)
     PRIORITY_MODES.get(settings.priority)
     _check_mode_options(config.scheduler, settings.priority)
+    if config.scheduler.idle_reports != "always" and settings.reports != "per-step":
+        chosen = "scheduler.reports" if config.scheduler.reports else f"the {config.scheduler.name} preset's"
+        raise ConfigError(
+            f"scheduler.idle_reports: only per-step reports read it; this run's reports are "
+            f"{settings.reports} ({chosen}), which report every instance at every tick"
+        )
     if settings.pairing != NO_PAIRING:
         _check_one_model(config)
     return NamedRules(

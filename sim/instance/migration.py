@@ -273,6 +273,10 @@ class _Handshake:
         self.wake(self.destination)  # the released reservation may admit its queue
         if request.migration is record:
             request.migration = None
-        if self.suspended and request.state is RequestState.SUSPENDED and not source.status.failed:
+        if source.status.failed:
+            return
+        if self.suspended and request.state is RequestState.SUSPENDED:
             source.resume(request)  # the request carries on at the source
-            self.wake(source)
+        # the source may have emptied meanwhile (the request finished there): woken, an idle
+        # source reports itself no longer migrating (INV-idle-view)
+        self.wake(source)
