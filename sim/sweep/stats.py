@@ -252,3 +252,40 @@ def paired(
     frame["seeds"] = [len(part) for _, part in groups]
     summary = _summarise(groups, [how], method, log=how == "ratio")
     return pd.concat([frame, pd.DataFrame(summary)], axis=1)
+
+
+# --------------------------------------------------------------------------- sequential seeds
+# A comparison starts with SEED_LOOKS[0] seeds and gets the next look's seeds only while it is
+# unsettled: its interval straddles 1 and its estimate is more than SETTLED_WITHIN from 1.
+SEED_LOOKS = (5, 10, 15, 20)
+SETTLED_WITHIN = 0.02
+
+
+def look_level(level: float = LEVEL, looks: Sequence[int] = SEED_LOOKS) -> float:
+    """The level each look's interval is computed at so that the interval reported, at
+    whichever look the rule stopped, covers at ``level``.
+
+    Why: the rule looks at the data to decide whether to look again, so the interval at the
+    look it stops at is not a fixed-n interval (stopping where it happens to exclude 1 favours
+    intervals that missed). But the reported interval is always one of the ``len(looks)``
+    intervals the comparison would have had at each look, so it misses the truth only if one
+    of those does: with each at 1 − (1 − level)/len(looks), the union bound keeps the miss
+    rate within 1 − level whatever the stopping rule (Bonferroni over looks; conservative, as
+    the looks share seeds). ``tests/test_sweep_stats.py`` measures the coverage."""
+    return 1 - (1 - level) / len(looks)
+
+
+def sequential_ratio(ratios: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """The geometric mean of positive per-seed ``ratios`` and its interval at ``look_level``."""
+    (ratio,), (low,), (high,) = ratio_interval(np.asarray(ratios, dtype=float).reshape(1, -1), level=look_level(level))
+    return float(ratio), float(low), float(high)
+
+
+def unsettled(ratios: Sequence[float], level: float = LEVEL) -> bool:
+    """Whether a comparison with these per-seed ratios gets the next look's seeds: it has not
+    had the last look, its interval straddles 1 and its estimate is more than
+    ``SETTLED_WITHIN`` away from 1 (closer, it is "no difference" for a planner either way)."""
+    if len(ratios) >= SEED_LOOKS[-1]:
+        return False
+    ratio, low, high = sequential_ratio(ratios, level)
+    return low <= 1 <= high and abs(ratio - 1) > SETTLED_WITHIN
