@@ -119,9 +119,9 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
     ),
     "SLO tiers and a ladder": (
         ["slo={tiers: [{ttft: 0.5, tpot: 0.05}], ladder: {ttft: 0.5, tpot: 0.05}}"],
-        "slo.tiers: give either tiers or ladder",
+        "slo.tiers: give one of tiers, ladder or contract",
     ),
-    "no SLO targets": (["slo={quantile: 0.9}"], "slo.tiers: give either tiers or ladder"),
+    "no SLO targets": (["slo={quantile: 0.9}"], "slo.tiers: give one of tiers, ladder or contract"),
     "a zero TTFT target": (["slo={tiers: [{ttft: 0, tpot: 0.05}]}"], "slo.tiers[0].ttft: must be > 0 s, got 0"),
     "a TPOT target missing": (["slo={tiers: [{ttft: 0.5}]}"], "slo.tiers[0].tpot: required key missing"),
     "a ladder that tightens": (

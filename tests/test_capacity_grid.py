@@ -356,3 +356,36 @@ def test_more_tiers_help_only_where_the_widened_interval_clears_one_tier(gain, n
     if gain == 1.0:
         per_seed = searches.pivot_table(index="seed", columns="workload.priority.tiers", values="rate_per_gpu")
         assert paired_ratio(per_seed[4], per_seed[1])[1] > 1  # unwidened, luck would pass for a gain
+
+
+# ------------------------------------------------------------------ contracts that share runs
+CONTRACTS = GRIDS / "k_contract_smoke.yaml"
+
+
+def test_contracts_search_every_cell_each_and_share_the_runs_they_have_in_common(smoke_results):
+    out = smoke_results(CONTRACTS.stem)
+    outcome, index = smoke_results.outcomes[CONTRACTS.stem]
+    searches = pd.read_csv(out / "searches.csv")
+    assert set(index["contract"]) == set(searches["contract"]) == {"attainment-90", "mean"}
+    assert len(index) == 8 and len(searches) == 16 and outcome.failed == 0
+    # one run answers both contracts: fewer distinct runs than the searches' rates tried
+    assert outcome.runs < searches["rates_tried"].sum()
+    # a tier-blind baseline under a held-still contract: the same capacity at K = 1 and K = 4
+    infaas = searches[searches["scheduler"] == "infaas++"].pivot_table(
+        index=["contract", "seed"], columns="workload.priority.tiers", values="rate"
+    )
+    assert (infaas[1] == infaas[4]).all()
+    # each contract's cells are paired with that contract's baseline
+    assert (index.loc[index["scheduler"] == "infaas++", "vs_baseline"] == 1.0).all()
+
+
+def test_a_capacity_section_with_both_slo_and_contracts_or_a_bad_contract_is_refused(tmp_path):
+    text = CONTRACTS.read_text().replace("base: ../configs/", f"base: {GRIDS.parent}/configs/")
+    both = tmp_path / "both.yaml"
+    both.write_text(text.replace("  contracts:", "  slo: ['class*.lateness.p90<=1']\n  contracts:"))
+    with pytest.raises(ConfigError, match="give slo or contracts, not both"):
+        load_capacity_grid(both)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace('mean: ["class*.lateness.mean<=1"]', 'mean: ["class*.lateness.mode<=1"]'))
+    with pytest.raises(ConfigError, match=r"capacity\.contracts\.mean"):
+        load_capacity_grid(bad)

@@ -10,6 +10,7 @@ a run failed (its search says so in searches.csv); 2, bad input.
 from __future__ import annotations
 
 import argparse
+from itertools import product
 from pathlib import Path
 
 from sim.cli import add_set_argument
@@ -132,8 +133,9 @@ def run_grid(args: argparse.Namespace) -> int:
         spec, out_dir, args.jobs, args.backend, args.address, args.recompute_stale, not args.quiet
     )
     print(f"{'cell':<60} {'answers':<16} {'req/s per GPU [95% t]':>28} {'vs baseline [95% t]':>24}")
-    for row, cell in zip(index.to_dict("records"), spec.grid.cells):
-        print(f"{cell.label:<60} {row['answers']:<16} {_interval(row, 'rate_per_gpu', 3):>28}"
+    for row, (contract, cell) in zip(index.to_dict("records"), product(spec.bounds(), spec.grid.cells)):
+        label = f"{cell.label}, contract={contract}" if contract else cell.label
+        print(f"{label:<60} {row['answers']:<16} {_interval(row, 'rate_per_gpu', 3):>28}"
               f" {_interval(row, 'vs_baseline', 2) if 'vs_baseline' in row else '':>24}")
     print(outcome.line())
     return 1 if outcome.failed else 0

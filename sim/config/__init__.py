@@ -26,7 +26,7 @@ from sim.config.schema import (
     SimulationConfig,
     TransferConfig,
 )
-from sim.config.slo_schema import SloConfig, SloLadderConfig, SloTargetConfig
+from sim.config.slo_schema import SloConfig, SloContractConfig, SloLadderConfig, SloTargetConfig
 from sim.config.workload_schema import (
     ArrivalConfig,
     PriorityConfig,
@@ -66,6 +66,7 @@ __all__ = [
     "SchedulerConfig",
     "SimulationConfig",
     "SloConfig",
+    "SloContractConfig",
     "SloLadderConfig",
     "SloTargetConfig",
     "SyntheticLengthsConfig",

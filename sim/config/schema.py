@@ -517,7 +517,7 @@ class SimulationConfig:
             )
         if self.slo is None:
             return
-        if self.slo.ladder is not None:
+        if self.slo.ladder is not None or self.slo.contract is not None:
             self.slo.targets(tiers)  # every expanded target in range
             return
         require(

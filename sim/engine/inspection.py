@@ -80,6 +80,7 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         wall_seconds=wall_seconds,
         capacity_blocks=run.pools[run.scale_pool].limits.capacity_blocks,
         workload_description=run.workload.description,
+        urgency=run.workload.urgency,
         interrupted=interrupted,
         not_arrived=len(run.workload) - len(run.requests),
         batches=run.steps.batches,

@@ -4,7 +4,9 @@ summaries and plots; every log row is a named tuple, never a positional one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Optional
+
+import numpy as np
 
 from sim.config import SimulationConfig
 from sim.instance.load import LoadReport
@@ -64,3 +66,5 @@ class SimulationResult:
     # of them the scheduler's view still showed the instance busy after its report was due
     idle_stretches: int = 0
     stale_idle_seconds: float = 0.0
+    # each request's urgency on the SLO contract's span, by request id (None: no contract)
+    urgency: Optional[np.ndarray] = None

@@ -125,8 +125,12 @@ def _check_batch_cap(key: str, requested: int, profiled: int) -> None:
 
 def load_workload(config: SimulationConfig, root: Path | None) -> "Workload":
     from sim.workload import build_workload
+    from sim.workload.build import with_urgency
 
-    return build_workload(config.workload, config.seed, root)
+    workload = build_workload(config.workload, config.seed, root)
+    if config.slo is not None and config.slo.contract is not None:
+        return with_urgency(workload, config.workload, config.seed)
+    return workload
 
 
 def replica_model_settings(pool: ClusterConfig) -> dict:

@@ -6,6 +6,14 @@ still running after its first token is judged on that token), and its TPOT targe
 finished with a mean time per output token after the first within it (a one-token request
 has no such time and meets it). Every request that arrived counts in the denominator: an
 aborted or unfinished request that never produced a token meets neither.
+
+Under an SLO contract (``slo.contract``) each request is judged by its own targets (at its
+urgency on the contract's span), and the ``contract`` section judges each request's
+*lateness* — the worse of its TTFT / its TTFT target and its TPOT / its TPOT target (∞ for a
+request with no first token, or unfinished) — over the contract's own classes, which do not
+move with K: a tail contract reads a class's P99 lateness, an attainment contract its P90 or
+P95 (≤ 1: that share met both targets), a mean contract its mean. One run thus answers every
+contract on that span and mix, and a contract twice as tight is the same lateness ≤ 0.5.
 """
 
 from __future__ import annotations
@@ -15,7 +23,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from sim.config import SloConfig, SloTargetConfig
+from sim.config import SloConfig, SloContractConfig, SloTargetConfig
+from sim.workload.urgency import bands
+
+LATENESS_STATS = {"mean": None, "p50": 50, "p90": 90, "p95": 95, "p99": 99}
 
 
 def meets_targets(requests: pd.DataFrame, ttft: np.ndarray, tpot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -50,8 +61,11 @@ def attainment_summary(
     whether each tier's attainment reaches ``slo.quantile`` (``met``)."""
     targets: Sequence[SloTargetConfig] = slo.targets(tiers)
     tier_of = requests["tier"].to_numpy(dtype=int)
-    ttft = np.array([targets[t].ttft for t in tier_of], dtype=float)
-    tpot = np.array([targets[t].tpot for t in tier_of], dtype=float)
+    if slo.contract is not None:  # each request's own targets
+        ttft, tpot = slo.contract.targets_at(requests["urgency"].to_numpy(dtype=float))
+    else:
+        ttft = np.array([targets[t].ttft for t in tier_of], dtype=float)
+        tpot = np.array([targets[t].tpot for t in tier_of], dtype=float)
     met_ttft, met_tpot = meets_targets(requests, ttft, tpot)
     by_tier = {}
     for tier, target in enumerate(targets):
@@ -63,9 +77,44 @@ def attainment_summary(
             **shares,
             "met": bool(shares["attainment"] >= slo.quantile),  # NaN (no requests) is not met
         }
-    return {
+    section = {
         "quantile": slo.quantile,
         "overall": _shares(met_ttft, met_tpot, seconds, gpu_hours),
         "by_tier": by_tier,
         "tiers_met": sum(t["met"] for t in by_tier.values()),
     }
+    if slo.contract is not None:
+        section["contract"] = contract_summary(requests, slo.contract, ttft, tpot)
+    return section
+
+
+def lateness(requests: pd.DataFrame, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
+    """Per request, the worse of its TTFT and TPOT over its targets (∞: never a first token,
+    or not finished; a one-token request is judged on its TTFT alone)."""
+    first_token = requests["prefill_latency"].to_numpy(dtype=float) / ttft
+    per_token = requests["decode_latency_per_token"].to_numpy(dtype=float) / tpot
+    finished = (requests["status"] == "finished").to_numpy()
+    late = np.fmax(np.nan_to_num(first_token, nan=np.inf), np.nan_to_num(per_token, nan=0.0))
+    return np.where(finished, late, np.inf)
+
+
+def contract_summary(
+    requests: pd.DataFrame, contract: SloContractConfig, ttft: np.ndarray, tpot: np.ndarray
+) -> dict[str, Any]:
+    """Per class of the contract (its span in ``classes`` equal parts): requests, the share
+    late by at most 1 (``attainment``), and the lateness's mean and percentiles."""
+    late = lateness(requests, ttft, tpot)
+    class_of = bands(requests["urgency"].to_numpy(dtype=float), contract.classes)
+    classes = {}
+    for part in range(contract.classes):
+        mine = late[class_of == part]
+        stats = {
+            name: (float(np.mean(mine)) if q is None else float(np.percentile(mine, q))) if mine.size else float("nan")
+            for name, q in LATENESS_STATS.items()
+        }
+        classes[str(part)] = {
+            "requests": int(mine.size),
+            "attainment": float((mine <= 1).mean()) if mine.size else float("nan"),
+            "lateness": stats,
+        }
+    return {"classes": classes}

@@ -170,7 +170,10 @@ def _frame(rows: list, row_type: type) -> pd.DataFrame:
 def request_table(result: SimulationResult) -> pd.DataFrame:
     """Every request's timeline and latencies (seconds), sorted by id."""
     rows = [request_row(r) for r in sorted(result.requests, key=lambda r: r.id)]
-    return _frame(rows, RequestRow)
+    frame = _frame(rows, RequestRow)
+    if result.urgency is not None:  # an SLO contract: where each request's targets lie on its span
+        frame["urgency"] = result.urgency[frame["id"].to_numpy(dtype=int)] if len(frame) else []
+    return frame
 
 
 def instance_table(result: SimulationResult) -> pd.DataFrame:

@@ -40,6 +40,8 @@ from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import normalize, run_key
 from sim.sweep.store import RunStore
 
+# a class of an SLO contract (slo.contract): its requests' lateness, latency / own target
+_LATENESS = re.compile(r"class(\d+|\*)\.lateness\.(mean|p50|p90|p95|p99)\s*<=\s*(\S+)")
 _SLO = re.compile(r"(?:tier(\d+|\*)\.)?([a-z0-9_]+)\.(mean|p50|p90|p99)\s*<=\s*(\S+)")
 # the share of requests meeting the config's SLO targets (summary "slo" section)
 ATTAINMENT_METRICS = ("attainment", "ttft_attainment", "tpot_attainment")
@@ -54,7 +56,9 @@ SEED_LIMIT = SimulationConfig.RANGES["seed"].high
 class Slo:
     """A bound a run must hold: a latency ``[tierN.]metric.stat <= seconds``, or an
     attainment ``[tierN.]attainment >= share`` (``stat`` empty; no tier: over all requests).
-    ``tier*.`` is the same bound on every tier of the config: ``for_tiers`` expands it."""
+    ``tier*.`` is the same bound on every tier of the config: ``expand_scopes`` expands it.
+    ``classN.lateness.stat <= x``: a class of the config's SLO contract (``tier`` is then
+    the class), its requests' latency over their own targets; ``class*.`` is every class."""
 
     tier: int | None
     metric: str
@@ -63,12 +67,17 @@ class Slo:
     every_tier: bool = False
 
     @property
+    def is_lateness(self) -> bool:
+        return self.metric == "lateness"
+
+    @property
     def is_attainment(self) -> bool:
         return self.metric in ATTAINMENT_METRICS
 
     @property
     def name(self) -> str:
-        scope = "tier*." if self.every_tier else f"tier{self.tier}." if self.tier is not None else ""
+        kind = "class" if self.is_lateness else "tier"
+        scope = f"{kind}*." if self.every_tier else f"{kind}{self.tier}." if self.tier is not None else ""
         return scope + (self.metric if self.is_attainment else f"{self.metric}.{self.stat}")
 
     @property
@@ -81,8 +90,11 @@ class Slo:
 
     def value(self, summary: dict[str, Any]) -> float:
         """This SLO's latency or attainment in a run summary (NaN when the tier has none)."""
-        assert not self.every_tier, f"{self.name}: expand it per tier first (for_tiers)"
-        if self.is_attainment:
+        assert not self.every_tier, f"{self.name}: expand it per tier first (expand_scopes)"
+        if self.is_lateness:
+            classes = ((summary.get("slo") or {}).get("contract") or {}).get("classes", {})
+            value = classes[str(self.tier)]["lateness"][self.stat] if str(self.tier) in classes else None
+        elif self.is_attainment:
             slo = summary.get("slo") or {}
             section = slo.get("overall") if self.tier is None else slo.get("by_tier", {}).get(str(self.tier))
             value = None if section is None else section[self.metric]
@@ -99,6 +111,13 @@ class Slo:
 def parse_slo(text: str) -> Slo:
     """``tier0.prefill_latency.p99<=0.5`` or ``tier0.attainment>=0.99`` -> Slo; a malformed
     one is a ConfigError naming it."""
+    lateness = _LATENESS.fullmatch(text.strip())
+    if lateness is not None:
+        scope, stat, limit = lateness.groups()
+        bound = _number(text, limit, "a lateness (latency / target)")
+        if not (math.isfinite(bound) and bound > 0):
+            raise ConfigError(f"--slo {text!r}: a lateness bound must be finite and > 0")
+        return _scoped(scope, "lateness", stat, bound)
     attainment = _ATTAINMENT.fullmatch(text.strip())
     if attainment is not None:
         tier, metric, share = attainment.groups()
@@ -110,7 +129,8 @@ def parse_slo(text: str) -> Slo:
     if match is None:
         raise ConfigError(
             f"--slo {text!r}: expected [tierN.]METRIC.STAT<=SECONDS, e.g. tier0.prefill_latency.p99<=0.5, "
-            "or [tierN.]attainment>=SHARE, e.g. tier0.attainment>=0.99 (tier*.: every tier)"
+            "or [tierN.]attainment>=SHARE, e.g. tier0.attainment>=0.99 (tier*.: every tier), or "
+            "classN.lateness.STAT<=X, e.g. class*.lateness.p99<=1 (an SLO contract's classes)"
         )
     tier, metric, stat, limit = match.groups()
     if metric not in LATENCY_METRICS:
@@ -129,13 +149,16 @@ def _scoped(tier: str | None, metric: str, stat: str, bound: float) -> Slo:
     return Slo(None if tier is None else int(tier), metric, stat, bound)
 
 
-def for_tiers(slos: Sequence[Slo], tiers: int) -> list[Slo]:
-    """``slos`` with each ``tier*.`` bound replaced by the same bound on tiers 0..tiers-1
-    (a grid's cells differ in K, and "every tier meets its SLO" means K bounds)."""
+def expand_scopes(slos: Sequence[Slo], config: SimulationConfig) -> list[Slo]:
+    """``slos`` with each ``tier*.`` bound replaced by the same bound on the config's tiers
+    0..K−1 (a grid's cells differ in K, and "every tier meets its SLO" means K bounds), and
+    each ``class*.`` bound by one per class of its SLO contract (none without one)."""
     expanded = []
+    contract = config.slo.contract if config.slo is not None else None
     for slo in slos:
         if slo.every_tier:
-            expanded += [dataclasses.replace(slo, tier=t, every_tier=False) for t in range(tiers)]
+            parts = (contract.classes if contract else 0) if slo.is_lateness else config.workload.priority.tiers
+            expanded += [dataclasses.replace(slo, tier=t, every_tier=False) for t in range(parts)]
         else:
             expanded.append(slo)
     return expanded
@@ -268,7 +291,7 @@ def search_capacity(
     every point's runs come from the store unless missing (or, with ``recompute_stale``,
     made by other code). ``progress`` shows the runs on stderr (``sim.progress``;
     once bracketed, the ETA counts the bisection steps left)."""
-    slos = for_tiers(slos, config.workload.priority.tiers)
+    slos = expand_scopes(slos, config)
     check_search(config, slos, seeds, low, high, tolerance)
     check_cell(config)
     out_dir = prepare_results_folder(out_dir)
@@ -359,7 +382,17 @@ def check_search(
     if low is not None and high is not None and not low < high:
         raise ConfigError(f"--low: {low:g} req/s is not below --high ({high:g})")
     tiers = config.workload.priority.tiers
+    contract = config.slo.contract if config.slo is not None else None
     for slo in slos:
+        if slo.is_lateness:
+            if contract is None:
+                raise ConfigError(f"--slo {slo.name}: lateness is judged against an SLO contract; set slo.contract")
+            if slo.tier is not None and slo.tier >= contract.classes:
+                raise ConfigError(
+                    f"--slo {slo.name}: no class {slo.tier} (slo.contract.classes={contract.classes}: classes "
+                    f"0..{contract.classes - 1})"
+                )
+            continue
         if slo.is_attainment and config.slo is None:
             raise ConfigError(
                 f"--slo {slo.name}: attainment is measured against the config's targets; set slo "

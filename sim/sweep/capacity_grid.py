@@ -8,6 +8,11 @@ A capacity grid is a sweep grid (``sim.sweep.grid``) with a ``capacity`` section
       low: 0.5                          # optional, as --low / --high (req/s)
       baseline: {scheduler: infaas++}   # optional: pair each cell with this one
 
+or, instead of ``slo``, ``contracts``: named sets of bounds, each searched on every cell and
+seed (``contracts: {tail: ["class*.lateness.p99<=1"], mean: ["class*.lateness.mean<=1"]}``).
+Their runs are the same runs — a contract only judges a run's summary — so the searches of
+every contract share the rates they have in common; the tables gain a ``contract`` column.
+
 Each cell at each seed is its own search (one run per rate), so seeds are replicates of the
 capacity itself: the index gives their mean with a Student-t interval, and each cell's
 ratio to its baseline cell (the same coordinates but the baseline's) is taken seed by seed
@@ -29,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from itertools import product
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +55,7 @@ from sim.sweep.capacity import (
     Slo,
     at_rate,
     check_search,
-    for_tiers,
+    expand_scopes,
     judge,
     parse_slo,
     rate_search,
@@ -63,7 +69,8 @@ from sim.sweep.stats import LEVEL, ratio_interval, t_interval
 from sim.sweep.store import RunStore
 
 SECTION = "capacity"
-SECTION_KEYS = ("slo", "tolerance", "low", "high", "baseline")
+SECTION_KEYS = ("slo", "contracts", "tolerance", "low", "high", "baseline")
+CONTRACT = "contract"  # the tables' column naming a search's contract (with ``contracts``)
 DEFAULT_TOLERANCE = 0.02  # as ``llumsim capacity``
 
 
@@ -72,11 +79,21 @@ class CapacityGrid:
     """A grid and the capacity question asked of each of its cells."""
 
     grid: Grid
-    slos: list[Slo]  # as written (``tier*.`` expanded per cell)
+    slos: list[Slo]  # as written (``tier*.`` expanded per cell); the first contract's with ``contracts``
     tolerance: float
     low: float | None
     high: float | None
     baseline: dict[str, Any] = field(default_factory=dict)  # column -> the baseline's value
+    contracts: dict[str, list[Slo]] = field(default_factory=dict)  # name -> bounds; {} with ``slo``
+
+    def bounds(self) -> dict[str | None, list[Slo]]:
+        """Each set of bounds a cell is searched under: the contracts by name, or ``slo`` alone."""
+        return dict(self.contracts) if self.contracts else {None: self.slos}
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns naming a search's cell in the tables (``contract`` last, with contracts)."""
+        return [*self.grid.columns, CONTRACT] if self.contracts else list(self.grid.columns)
 
 
 def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> CapacityGrid:
@@ -94,7 +111,8 @@ def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> Capac
     for key in section:
         if key not in SECTION_KEYS:
             raise ConfigError(f"{source}: {SECTION}.{key}: unknown key (known: {', '.join(SECTION_KEYS)})")
-    slos = _slos(section.get("slo"), source)
+    contracts = _contracts(section, source)
+    slos = next(iter(contracts.values())) if contracts else _slos(section.get("slo"), source)
     tolerance = _number(section, "tolerance", source, DEFAULT_TOLERANCE)
     low, high = _number(section, "low", source), _number(section, "high", source)
     baseline = section.get("baseline") or {}
@@ -117,12 +135,35 @@ def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> Capac
         if run.cell.label in checked:
             continue
         checked.add(run.cell.label)
+        for name, bounds in (contracts or {None: slos}).items():
+            try:
+                config = run.config
+                check_search(config, expand_scopes(bounds, config), 1, low, high, tolerance)
+            except ConfigError as exc:
+                where = f"cell [{run.cell.label}]" + (f", {SECTION}.contracts.{name}" if name else "")
+                raise ConfigError(f"{source}: {where}: {_in_section(str(exc))}") from None
+    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline), contracts)
+
+
+def _contracts(section: Mapping, source: str) -> dict[str, list[Slo]]:
+    """``contracts``: name -> bounds ({} when absent); exactly one of it and ``slo``."""
+    spec = section.get("contracts")
+    if spec is None:
+        return {}
+    if "slo" in section:
+        raise ConfigError(f"{source}: {SECTION}: give slo or contracts, not both")
+    if not isinstance(spec, Mapping) or not spec:
+        raise ConfigError(
+            f"{source}: {SECTION}.contracts: expected a mapping of names to bounds, e.g. "
+            f"{{tail: ['class*.lateness.p99<=1']}}, got {spec!r}"
+        )
+    contracts = {}
+    for name, bounds in spec.items():
         try:
-            config = run.config
-            check_search(config, for_tiers(slos, config.workload.priority.tiers), 1, low, high, tolerance)
+            contracts[str(name)] = _slos(bounds, source)
         except ConfigError as exc:
-            raise ConfigError(f"{source}: cell [{run.cell.label}]: {_in_section(str(exc))}") from None
-    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline))
+            raise ConfigError(str(exc).replace(f"{SECTION}.slo", f"{SECTION}.contracts.{name}", 1)) from None
+    return contracts
 
 
 def _in_section(message: str) -> str:
@@ -162,6 +203,7 @@ class _Search:
 
     run: Run
     slos: list[Slo]  # expanded for the cell's tiers
+    contract: str | None  # the contract's name (None: the grid's ``slo``)
     steps: RateSearch
     asked: tuple[float, int] | None = None  # (rate, bisection steps left after it)
     key: str = ""  # the store key of the run at ``asked``
@@ -234,11 +276,12 @@ def run_capacity_grid(
     store = RunStore(out_dir / "runs")
     store.clean()
     searches = [
-        _Search(run, for_tiers(spec.slos, run.config.workload.priority.tiers),
+        _Search(run, expand_scopes(bounds, run.config), contract,
                 rate_search(spec.low, spec.high, run.config.workload.arrival.rate, spec.tolerance))
         for run in grid.runs
+        for contract, bounds in spec.bounds().items()
     ]
-    outcome = GridCapacityOutcome(grid.name, out_dir, len(searches), len(grid.cells))
+    outcome = GridCapacityOutcome(grid.name, out_dir, len(searches), len(grid.cells) * len(spec.bounds()))
     shown = Progress(f"capacity {grid.name}", 0, show=progress)
     seen: set[str] = set()
     try:
@@ -249,21 +292,22 @@ def run_capacity_grid(
             _round(waiting, store, outcome, seen, shown, jobs, backend, address, recompute_stale)
     finally:
         shown.close()
-    runs = _searches_table(grid, searches)
-    index = _index_table(grid, runs, spec.baseline)
+    runs = _searches_table(spec, searches)
+    index = _index_table(spec, runs)
     outcome.files = write_table(runs, out_dir, "searches") + write_table(index, out_dir, "index")
     meta = {
         "name": grid.name,
         "source": grid.source,
         "description": grid.description,
-        "columns": grid.columns,
+        "columns": spec.columns,
         "seeds": grid.seeds,
         "slos": [slo.text for slo in spec.slos],
+        "contracts": {name: [slo.text for slo in bounds] for name, bounds in spec.contracts.items()},
         "tolerance": spec.tolerance,
         "low": spec.low,
         "high": spec.high,
         "baseline": spec.baseline,
-        "cells": len(grid.cells),
+        "cells": outcome.cells,
         "searches": len(searches),
         "failed": int((runs["answer"] == "failed").sum()),
     }
@@ -319,11 +363,17 @@ def _round(waiting, store, outcome, seen, shown, jobs, backend, address, recompu
 
 
 # --------------------------------------------------------------------------- tables
-def _searches_table(grid: Grid, searches: Sequence[_Search]) -> pd.DataFrame:
+def _coords(spec: CapacityGrid, coords: Mapping[str, Any], contract: str | None) -> dict[str, Any]:
+    """A search's cell coordinates, with its contract's name when the grid has contracts."""
+    return {**coords, CONTRACT: contract} if spec.contracts else dict(coords)
+
+
+def _searches_table(spec: CapacityGrid, searches: Sequence[_Search]) -> pd.DataFrame:
     """One row per cell and seed: the answer, the capacity and the bracket, GPUs, cost."""
     rows = []
     for search in searches:
-        row = {column: search.run.cell.coords.get(column) for column in grid.columns}
+        coords = _coords(spec, search.run.cell.coords, search.contract)
+        row = {column: coords.get(column) for column in spec.columns}
         row["seed"] = search.run.seed
         lo, hi = search.bounds if search.bounds is not None else (None, None)
         best = search.points.get(lo) if lo is not None else None
@@ -358,15 +408,17 @@ def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float,
     return mean, float(low[0]), float(high[0])
 
 
-def _index_table(grid: Grid, runs: pd.DataFrame, baseline: Mapping[str, Any]) -> pd.DataFrame:
+def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: how its seeds' searches answered, the mean capacity per GPU with
     its interval, the bracket over every seed and, with a baseline, the paired ratio to it
     (geometric mean of the per-seed ratios, t-interval on their logarithms)."""
     rows = []
-    for cell in grid.cells:
-        mine = _rows_of(runs, grid.columns, cell.coords)
+    columns, baseline = spec.columns, spec.baseline
+    for contract, cell in product(spec.bounds(), spec.grid.cells):
+        coords = _coords(spec, cell.coords, contract)
+        mine = _rows_of(runs, columns, coords)
         answers = mine["answer"].value_counts()
-        row = dict(cell.coords)
+        row = dict(coords)
         row["seeds"] = len(mine)
         row["answer"] = answers.index[0] if len(answers) == 1 else "mixed"
         row["answers"] = ", ".join(f"{kind} {count}" for kind, count in sorted(answers.items()))
@@ -378,7 +430,7 @@ def _index_table(grid: Grid, runs: pd.DataFrame, baseline: Mapping[str, Any]) ->
         row["bracket_high"] = float(mine["bracket_high"].max())
         row["cost_per_latency"] = float(mine["cost_per_latency"].mean())
         if baseline:
-            row.update(_versus(runs, grid.columns, cell.coords, baseline, mine, rated))
+            row.update(_versus(runs, columns, coords, baseline, mine, rated))
         rows.append(row)
     return pd.DataFrame(rows)
 

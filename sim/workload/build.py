@@ -21,6 +21,7 @@ arrivals of a run unchanged. (The artifact's client shared two generators betwee
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,13 +35,14 @@ from sim.workload.priority import sample_tiers
 from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import TraceError, read_trace
+from sim.workload.urgency import bands, sample_urgency
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the parent of the ``sim`` package
 # a run steps through idle time in report rounds (~1 MB per 1,000 idle seconds kept as
 # samples), so a trace's gap of 10^9 s would run for days and fill memory: a day at most
 MAX_IDLE_GAP = 86_400.0
 
-_ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS = range(5)
+_ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS, _URGENCY = range(6)
 
 
 def _rng(seed: int, part: int) -> np.random.Generator:
@@ -62,6 +64,9 @@ class Workload:
     output_tokens: np.ndarray  # int64 >= 1
     tier: np.ndarray  # int64 in [0, K)
     description: str  # one line for summaries
+    # float64 in [0, 1): where each request's targets lie on an SLO contract's span
+    # (sim.workload.urgency); None unless the run's SLOs are a contract
+    urgency: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, dtype in (
@@ -71,6 +76,8 @@ class Workload:
             ("tier", np.int64),
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name), dtype))
+        if self.urgency is not None:
+            object.__setattr__(self, "urgency", _frozen(self.urgency, np.float64))
         n = len(self.arrival)
         if any(len(a) != n for a in (self.prompt_tokens, self.output_tokens, self.tier)):
             raise ValueError("workload arrays differ in length")
@@ -241,3 +248,12 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
         arrival = renewal_arrivals(_rng(seed, _ARRIVALS), n, cfg.arrival.rate, cfg.arrival.cv)
     tier = sample_tiers(_rng(seed, _TIERS), n, cfg.priority)
     return Workload(arrival, prompt, output, tier, _describe(source, cfg, n, seed))
+
+
+def with_urgency(workload: Workload, cfg: WorkloadConfig, seed: int) -> Workload:
+    """``workload`` under an SLO contract that holds still: each request's urgency drawn from
+    a generator of its own (so it is the same at every K and leaves lengths and arrivals as
+    they were), and its tier the band of the span it falls in, out of K
+    (``sim.workload.urgency``)."""
+    urgency = sample_urgency(_rng(seed, _URGENCY), len(workload), cfg.priority)
+    return dataclasses.replace(workload, tier=bands(urgency, cfg.priority.tiers), urgency=urgency)
