@@ -137,6 +137,8 @@ def from_dict(cls: type[T], data: Mapping[str, Any], prefix: str = "") -> T:
 # field metadata: a key left out of ``to_dict`` while empty (a key added later that must not
 # change the hash or the written config of runs that do not use it)
 OMIT_WHEN_EMPTY = "omit_when_empty"
+# a knob added after runs were stored: left out of the hash at its default, so their keys hold
+OMIT_WHEN_DEFAULT = "omit_when_default"
 
 
 def to_dict(obj: Any) -> Any:
@@ -146,6 +148,7 @@ def to_dict(obj: Any) -> Any:
             f.name: to_dict(getattr(obj, f.name))
             for f in dataclasses.fields(obj)
             if not (f.metadata.get(OMIT_WHEN_EMPTY) and not getattr(obj, f.name))
+            and not (f.metadata.get(OMIT_WHEN_DEFAULT) and getattr(obj, f.name) == f.default)
         }
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]

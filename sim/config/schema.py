@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Literal, Optional
 
-from sim.config.loader import OMIT_WHEN_EMPTY
+from sim.config.loader import OMIT_WHEN_DEFAULT, OMIT_WHEN_EMPTY
 from sim.config.ranges import (
     DURATION,
     FRACTION,
@@ -76,6 +76,11 @@ class ClusterConfig:
     # × the GPU time of iterations without a prefill chunk (1.0: the A10 calibration, whose
     # light-batch decode follows the Llumnix paper's Figure 4; see docs/replica-model.md)
     decode_scale: float = 1.0
+    # × the GPU time of iterations with a prefill chunk, and × the KV blocks memory planning
+    # gives: the replica model's error bands (a conclusion is robust where it survives step
+    # time ×0.9/×1.1 and KV ±5%)
+    prefill_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
+    kv_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
 
     # batch limits above what the replica model is profiled for are refused by the engine
     # (sim.engine.setup.check_profiled_limits), before the model is built
@@ -89,6 +94,8 @@ class ClusterConfig:
         "max_batch_size": Range(1, 100_000),
         "watermark_fraction": Range(0.0, 1.0, open_high=True),
         "decode_scale": Range(0.0, 100.0, open_low=True),
+        "prefill_scale": Range(0.0, 100.0, open_low=True),
+        "kv_scale": Range(0.0, 100.0, open_low=True),
     }
 
     def __post_init__(self) -> None:

@@ -148,6 +148,8 @@ def replica_model_settings(pool: ClusterConfig) -> dict:
         "overhead_base": pool.overhead.base,
         "overhead_per_request": pool.overhead.per_request,
         "decode_scale": pool.decode_scale,
+        "prefill_scale": pool.prefill_scale,
+        "kv_scale": pool.kv_scale,
     }
 
 

@@ -128,6 +128,7 @@ class ReplicaModel:
         overhead_base: float,
         overhead_per_request: float,
         decode_scale: float,
+        prefill_scale: float = 1.0,
     ) -> None:
         replica = layout.replica_config()
         self.model = layout.model
@@ -145,6 +146,7 @@ class ReplicaModel:
         self.overhead_base = overhead_base  # s per iteration (engine CPU work)
         self.overhead_per_request = overhead_per_request  # s per request in the batch
         self.decode_scale = decode_scale  # × GPU time of iterations without a prefill chunk
+        self.prefill_scale = prefill_scale  # × GPU time of iterations with one
         self._overhead_base_ms = overhead_base * 1e3
         self._overhead_per_request_ms = overhead_per_request * 1e3
         # Python lists: scalar indexing is several times faster than on numpy arrays.
@@ -214,7 +216,7 @@ class ReplicaModel:
             self._overhead_base_ms,
             self._overhead_per_request_ms,
             num_requests,
-            1.0 if chunks else self.decode_scale,
+            self.prefill_scale if chunks else self.decode_scale,
         )
 
 
@@ -237,6 +239,8 @@ def load_replica_model(
     overhead_base: float = overheads.BASE_MS * 1e-3,
     overhead_per_request: float = overheads.PER_REQUEST_MS * 1e-3,
     decode_scale: float = 1.0,
+    prefill_scale: float = 1.0,
+    kv_scale: float = 1.0,
 ) -> ReplicaModel:
     """A ready replica model; the first call per profile version fits Vidur's predictor.
 
@@ -246,7 +250,9 @@ def load_replica_model(
     (s per request in the batch) are the engine's CPU work, added to every iteration; the
     defaults are vLLM's, measured (``overheads``), and the A10 calibration assumes them.
     ``decode_scale`` multiplies the GPU time of iterations without a prefill chunk (1.0:
-    the A10 calibration). None of the three changes the prediction tables or their cache.
+    the A10 calibration) and ``prefill_scale`` those with one; ``kv_scale`` multiplies the
+    planned KV blocks (not an explicit ``kv_capacity_blocks``): the bands of model error a
+    conclusion is checked against. None of them changes the prediction tables or their cache.
     """
     layout = find_layout(model, device, tensor_parallel)
     _check(
@@ -267,16 +273,18 @@ def load_replica_model(
     )
     for name, value in (("overhead_base", overhead_base), ("overhead_per_request", overhead_per_request)):
         _check(value >= 0, f"{name} must be >= 0 s, got {value}")
-    _check(decode_scale > 0, f"decode_scale must be > 0, got {decode_scale}")
+    for name, value in (("decode_scale", decode_scale), ("prefill_scale", prefill_scale), ("kv_scale", kv_scale)):
+        _check(value > 0, f"{name} must be > 0, got {value}")
     return ReplicaModel(
         layout,
         load_tables(layout, cache_dir),
         block_size=block_size,
         kv_capacity_blocks=(
-            planner.get_num_blocks() if kv_capacity_blocks is None else kv_capacity_blocks
+            max(1, round(planner.get_num_blocks() * kv_scale)) if kv_capacity_blocks is None else kv_capacity_blocks
         ),
         kv_bytes_per_token=planner.kv_bytes_per_token_per_device() * layout.tensor_parallel,
         overhead_base=overhead_base,
         overhead_per_request=overhead_per_request,
         decode_scale=decode_scale,
+        prefill_scale=prefill_scale,
     )
