@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from sim.cli.main import main
 from sim.config import ConfigError
 from sim.sweep.capacity_grid import load_capacity_grid, mean_interval, run_capacity_grid
+from sim.sweep.stats import SEED_LOOKS, sequential_ratio, unsettled
 from tests.sweep_support import GRIDS, fake_summary
 from tests.test_bad_inputs import exits_2_with_one_line
 
@@ -389,3 +391,85 @@ def test_a_capacity_section_with_both_slo_and_contracts_or_a_bad_contract_is_ref
     bad.write_text(text.replace('mean: ["class*.lateness.mean<=1"]', 'mean: ["class*.lateness.mode<=1"]'))
     with pytest.raises(ConfigError, match=r"capacity\.contracts\.mean"):
         load_capacity_grid(bad)
+
+
+# ------------------------------------------------------------------ the floor and sequential seeds
+SCHEMES = (
+    "variants: {scheduler: {infaas++: {scheduler.name: infaas++}, llumnix: {scheduler.name: llumnix},"
+    " round-robin: {scheduler.name: round-robin}}}\n"
+)
+
+
+def test_a_bound_the_floor_fails_answers_floor_without_a_search_and_the_floor_table_says_why(tmp_path, monkeypatch):
+    # tier 0 attains 0.97 at any light load and less as the rate grows: >= 0.9 is searched,
+    # >= 0.99 fails at the floor and is never searched
+    patch_runs(monkeypatch, lambda c, t: 0.97 - c.workload.arrival.rate / 100)
+    path = grid_file(
+        tmp_path,
+        "seeds: 2\n" + SCHEMES + "capacity: {contracts: {loose: ['tier*.attainment>=0.9'], tight: "
+        "['tier*.attainment>=0.99']}, floor: 0.05, tolerance: 0.05, baseline: {scheduler: infaas++}}\n",
+    )
+    outcome, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    searches = pd.read_csv(tmp_path / "out" / "searches.csv")
+    tight = searches[searches["contract"] == "tight"]
+    assert (tight["answer"] == "floor").all() and (tight["rates_tried"] == 0).all()
+    assert (searches.loc[searches["contract"] == "loose", "answer"] == "bracketed").all()
+    floor = pd.read_csv(tmp_path / "out" / "floor.csv")
+    # one check per baseline cell, contract and seed (every scheme's floor is INFaaS++'s)
+    assert len(floor) == 4 and set(floor["scheduler"]) == {"infaas++"} and (floor["rate"] == 0.1).all()
+    assert floor.groupby("contract")["meets"].all().to_dict() == {"loose": True, "tight": False}
+    assert floor["tier0.attainment"].tolist() == pytest.approx([0.969] * 4)
+    assert set(index.loc[index["contract"] == "tight", "answer"]) == {"floor"}
+
+
+def _seeded_noise(config) -> float:
+    return float(np.random.default_rng(config.seed + 4).lognormal(0, 0.1))
+
+
+def test_sequential_seeds_go_on_only_where_the_ratio_is_unsettled(tmp_path, monkeypatch):
+    # llumnix carries 1/0.5 = 2x INFaaS++'s load (settled at 5 seeds); round-robin the same
+    # load with independent 20% noise per seed (its true ratio 1.15: unsettled for two looks)
+    def share(config, tier):
+        carried = {"infaas++": 1.0, "llumnix": 0.5, "round-robin": 1 / 1.15 * _seeded_noise(config) ** 2}
+        return 1 - config.workload.arrival.rate * carried[config.scheduler.name] / 100
+
+    patch_runs(monkeypatch, share)
+    path = grid_file(
+        tmp_path,
+        "seeds: 20\n" + SCHEMES + "capacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01,"
+        " baseline: {scheduler: infaas++}, sequential: true}\n",
+    )
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    seeds = dict(zip(index["scheduler"], index["seeds"]))
+    assert seeds["llumnix"] == 5
+    assert 5 < seeds["round-robin"] < 20 and seeds["infaas++"] == seeds["round-robin"]
+    searches = pd.read_csv(tmp_path / "out" / "searches.csv")
+    ratios = (
+        searches.pivot_table(index="seed", columns="scheduler", values="rate_per_gpu")
+        .pipe(lambda t: t["round-robin"] / t["infaas++"])
+        .dropna()
+    )
+    for look in SEED_LOOKS:  # each look the rule took was unsettled before it, the last one settled
+        if look < seeds["round-robin"]:
+            assert unsettled(ratios.iloc[:look].to_numpy())
+    assert not unsettled(ratios.to_numpy())
+    row = index[index["scheduler"] == "round-robin"].iloc[0]
+    assert (row["vs_baseline"], row["vs_baseline.ci_low"], row["vs_baseline.ci_high"]) == pytest.approx(
+        sequential_ratio(ratios.to_numpy())
+    )
+
+
+def test_sequential_seeds_need_a_baseline_and_enough_seeds(tmp_path):
+    path = grid_file(tmp_path, "seeds: 20\ncapacity: {slo: ['tier*.attainment>=0.9'], sequential: true}\n")
+    with pytest.raises(ConfigError, match="sequential: needs a baseline"):
+        load_capacity_grid(path)
+    path = grid_file(
+        tmp_path,
+        "seeds: 5\n" + SCHEMES + "capacity: {slo: ['tier*.attainment>=0.9'], sequential: true,"
+        " baseline: {scheduler: infaas++}}\n",
+    )
+    with pytest.raises(ConfigError, match="at least 20"):
+        load_capacity_grid(path)
+    path = grid_file(tmp_path, "capacity: {slo: ['tier*.attainment>=0.9'], floor: 0}\n")
+    with pytest.raises(ConfigError, match="capacity.floor"):
+        load_capacity_grid(path)

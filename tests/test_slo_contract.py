@@ -100,3 +100,45 @@ def test_a_lateness_bound_without_a_contract_or_past_its_classes_is_refused():
         check_search(contract, expand_scopes([parse_slo("class3.lateness.mean<=1")], contract), 1, None, None, 0.05)
     with pytest.raises(ConfigError, match="lateness bound must be finite"):
         parse_slo("class*.lateness.p99<=0")
+
+
+def test_a_request_no_instance_can_hold_is_counted_apart_so_a_mean_contract_stays_meetable():
+    import pandas as pd
+
+    from sim.metrics.attainment import contract_summary
+
+    contract = load_config("experiments/configs/slo_tiers.yaml", CONTRACT).slo.contract
+    requests = pd.DataFrame({
+        "urgency": [0.1, 0.1, 0.1],
+        "status": ["finished", "aborted", "aborted"],
+        "abort_reason": ["", "exceeds_instance_limits", "instance_failed"],
+        "prefill_latency": [0.5, float("nan"), float("nan")],
+        "decode_latency_per_token": [0.05, float("nan"), float("nan")],
+    })
+    ttft, tpot = np.ones(3), np.full(3, 0.1)
+    section = contract_summary(requests, contract, ttft, tpot)
+    assert section["unservable"] == 1
+    first = section["classes"]["0"]
+    # the unservable request is out; the one lost to a failure still counts, at lateness inf
+    assert first["requests"] == 2 and first["attainment"] == 0.5 and first["lateness"]["mean"] == np.inf
+    section = contract_summary(requests.iloc[:2], contract, ttft[:2], tpot[:2])
+    assert section["classes"]["0"]["lateness"]["mean"] == 0.5
+
+
+def test_a_class_percentile_is_the_least_lateness_that_share_is_within_even_past_an_unserved_request():
+    import pandas as pd
+
+    from sim.metrics.attainment import contract_summary
+
+    contract = load_config("experiments/configs/slo_tiers.yaml", CONTRACT).slo.contract
+    n = 10
+    requests = pd.DataFrame({
+        "urgency": np.full(n, 0.1),
+        "status": ["finished"] * (n - 1) + ["aborted"],
+        "abort_reason": [""] * (n - 1) + ["instance_failed"],
+        "prefill_latency": [*np.linspace(0.1, 0.9, n - 1), np.nan],
+        "decode_latency_per_token": [*np.full(n - 1, 0.01), np.nan],
+    })
+    late = contract_summary(requests, contract, np.ones(n), np.full(n, 0.1))["classes"]["0"]
+    assert late["attainment"] == 0.9
+    assert late["lateness"]["p90"] == pytest.approx(0.9) and late["lateness"]["p95"] == np.inf

@@ -14,6 +14,12 @@ request with no first token, or unfinished) — over the contract's own classes,
 move with K: a tail contract reads a class's P99 lateness, an attainment contract its P90 or
 P95 (≤ 1: that share met both targets), a mean contract its mean. One run thus answers every
 contract on that span and mix, and a contract twice as tight is the same lateness ≤ 0.5.
+
+A request no instance can hold (aborted ``exceeds_instance_limits``: its prompt, or prompt
+and output, past the instance's limits) is left out of the classes and counted apart
+(``unservable``): it is aborted at any load under any scheduler, so counting it would make
+a mean contract unmeetable for every scheme at every rate (its lateness is ∞) and measure
+the trace against the hardware, not the scheduler. Its share is the contract's floor.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sim.config import SloConfig, SloContractConfig, SloTargetConfig
 from sim.workload.urgency import bands
 
 LATENESS_STATS = {"mean": None, "p50": 50, "p90": 90, "p95": 95, "p99": 99}
+UNSERVABLE = "exceeds_instance_limits"  # the abort reason of a request no instance can hold
 
 
 def meets_targets(requests: pd.DataFrame, ttft: np.ndarray, tpot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -98,18 +105,27 @@ def lateness(requests: pd.DataFrame, ttft: np.ndarray, tpot: np.ndarray) -> np.n
     return np.where(finished, late, np.inf)
 
 
+def _quantile(lateness: np.ndarray, q: float) -> float:
+    """The empirical q-th percentile: the least lateness that q% of the class is within, so
+    "P90 <= 1" holds exactly when 90% met both targets. Interpolating would read NaN between
+    a finite lateness and an infinite one (a request never served)."""
+    return float(np.percentile(lateness, q, method="inverted_cdf"))
+
+
 def contract_summary(
     requests: pd.DataFrame, contract: SloContractConfig, ttft: np.ndarray, tpot: np.ndarray
 ) -> dict[str, Any]:
     """Per class of the contract (its span in ``classes`` equal parts): requests, the share
-    late by at most 1 (``attainment``), and the lateness's mean and percentiles."""
+    late by at most 1 (``attainment``), and the lateness's mean and percentiles, over the
+    requests an instance can hold; ``unservable`` counts the others."""
     late = lateness(requests, ttft, tpot)
     class_of = bands(requests["urgency"].to_numpy(dtype=float), contract.classes)
+    servable = (requests["abort_reason"] != UNSERVABLE).to_numpy()
     classes = {}
     for part in range(contract.classes):
-        mine = late[class_of == part]
+        mine = late[(class_of == part) & servable]
         stats = {
-            name: (float(np.mean(mine)) if q is None else float(np.percentile(mine, q))) if mine.size else float("nan")
+            name: (float(np.mean(mine)) if q is None else _quantile(mine, q)) if mine.size else float("nan")
             for name, q in LATENESS_STATS.items()
         }
         classes[str(part)] = {
@@ -117,4 +133,4 @@ def contract_summary(
             "attainment": float((mine <= 1).mean()) if mine.size else float("nan"),
             "lateness": stats,
         }
-    return {"classes": classes}
+    return {"classes": classes, "unservable": int((~servable).sum())}

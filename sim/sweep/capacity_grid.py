@@ -25,6 +25,19 @@ each search is told whether its rate met its bounds. Every run is stored as it f
 an interrupted grid resumes where it stopped; the tables are a pure function of the grid
 and the store. A failed run ends its search (answer ``failed``), not the grid.
 
+Two keys spend simulations where they decide something:
+
+- ``floor: 0.0625`` (req/s per instance): before a cell is searched at a seed, its baseline
+  cell (itself without a baseline) runs at this light load, where nothing queues; a set of
+  bounds that fails there fails on prefill and decode physics alone, so no scheduler can
+  meet it at any rate. Its searches at that seed answer ``floor`` without a run, and
+  ``floor.parquet``/``.csv`` keeps every check (each bound's value at the floor).
+- ``sequential: true`` (needs a baseline and ``seeds:`` at least the last look): the
+  ratios to the baseline start with ``sim.sweep.stats.SEED_LOOKS[0]`` seeds, and a cell's
+  next look's seeds (with its baseline cell's) are searched only while its ratio is
+  unsettled (``sim.sweep.stats.unsettled``); its interval is the sequential one
+  (``sim.sweep.stats.sequential_ratio``), which covers whatever the rule did.
+
 ``<out>/`` gets ``runs/`` (the store), ``searches.parquet``/``.csv`` (one row per cell and
 seed), ``index.parquet``/``.csv`` (one row per cell) and ``capacity_grid.json``.
 """
@@ -61,15 +74,15 @@ from sim.sweep.capacity import (
     rate_search,
 )
 from sim.sweep.folder import prepare_results_folder
-from sim.sweep.grid import Grid, Run, expand, run_key
+from sim.sweep.grid import Cell, Grid, Run, expand, run_key
 from sim.sweep.index import write_table
 from sim.sweep.runner import check_grid
 from sim.sweep.sharing import simulation_key
-from sim.sweep.stats import LEVEL, ratio_interval, t_interval
+from sim.sweep.stats import LEVEL, SEED_LOOKS, ratio_interval, sequential_ratio, t_interval, unsettled
 from sim.sweep.store import RunStore
 
 SECTION = "capacity"
-SECTION_KEYS = ("slo", "contracts", "tolerance", "low", "high", "baseline")
+SECTION_KEYS = ("slo", "contracts", "tolerance", "low", "high", "baseline", "floor", "sequential")
 CONTRACT = "contract"  # the tables' column naming a search's contract (with ``contracts``)
 DEFAULT_TOLERANCE = 0.02  # as ``llumsim capacity``
 
@@ -85,6 +98,8 @@ class CapacityGrid:
     high: float | None
     baseline: dict[str, Any] = field(default_factory=dict)  # column -> the baseline's value
     contracts: dict[str, list[Slo]] = field(default_factory=dict)  # name -> bounds; {} with ``slo``
+    floor: float | None = None  # req/s per instance of the no-load check (None: no check)
+    sequential: bool = False  # seeds by looks while the ratio to the baseline is unsettled
 
     def bounds(self) -> dict[str | None, list[Slo]]:
         """Each set of bounds a cell is searched under: the contracts by name, or ``slo`` alone."""
@@ -118,7 +133,20 @@ def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> Capac
     baseline = section.get("baseline") or {}
     if not isinstance(baseline, Mapping):
         raise ConfigError(f"{source}: {SECTION}.baseline: expected a mapping (column: value), got {baseline!r}")
+    floor = _number(section, "floor", source)
+    if floor is not None and floor <= 0:
+        raise ConfigError(f"{source}: {SECTION}.floor: a rate per instance > 0 (req/s), got {floor:g}")
+    sequential = section.get("sequential", False)
+    if not isinstance(sequential, bool):
+        raise ConfigError(f"{source}: {SECTION}.sequential: expected true or false, got {sequential!r}")
     grid = expand(spec, source, path.parent, overrides)
+    if sequential and not baseline:
+        raise ConfigError(f"{source}: {SECTION}.sequential: needs a baseline (the ratios it settles)")
+    if sequential and len(grid.seeds) < SEED_LOOKS[-1]:
+        raise ConfigError(
+            f"{source}: seeds: {SECTION}.sequential looks at {', '.join(map(str, SEED_LOOKS))} seeds, "
+            f"so the grid needs at least {SEED_LOOKS[-1]} (got {len(grid.seeds)})"
+        )
     if grid.tables:
         raise ConfigError(f"{source}: tables: a capacity grid keeps no per-run tables")
     for column, value in baseline.items():
@@ -142,7 +170,7 @@ def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> Capac
             except ConfigError as exc:
                 where = f"cell [{run.cell.label}]" + (f", {SECTION}.contracts.{name}" if name else "")
                 raise ConfigError(f"{source}: {where}: {_in_section(str(exc))}") from None
-    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline), contracts)
+    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline), contracts, floor, sequential)
 
 
 def _contracts(section: Mapping, source: str) -> dict[str, list[Slo]]:
@@ -210,9 +238,13 @@ class _Search:
     points: dict[float, Point] = field(default_factory=dict)
     bounds: tuple[float | None, float | None] | None = None  # (lo, hi) once finished
     error: str | None = None
+    below_floor: bool = False  # its bounds failed at the no-load floor: not searched
 
     def start(self) -> None:
         self._step(lambda: next(self.steps))
+
+    def stop_at_floor(self) -> None:
+        self.below_floor, self.asked, self.bounds = True, None, (None, None)
 
     def tell(self, point: Point) -> None:
         self.points[point.rate] = point
@@ -268,48 +300,58 @@ def run_capacity_grid(
     recompute_stale: bool = False,
     progress: bool = False,
 ) -> tuple[GridCapacityOutcome, pd.DataFrame]:
-    """Every search of ``spec`` to its answer, in rounds; writes the tables and returns the
-    outcome and the index (one row per cell)."""
+    """Every search of ``spec`` to its answer, in rounds (after the floor checks, look by
+    look with ``sequential``); writes the tables and returns the outcome and the index (one
+    row per cell)."""
     started = time.perf_counter()
     grid = spec.grid
     out_dir = prepare_results_folder(out_dir)
     store = RunStore(out_dir / "runs")
     store.clean()
-    searches = [
-        _Search(run, expand_scopes(bounds, run.config), contract,
-                rate_search(spec.low, spec.high, run.config.workload.arrival.rate, spec.tolerance))
-        for run in grid.runs
-        for contract, bounds in spec.bounds().items()
-    ]
-    outcome = GridCapacityOutcome(grid.name, out_dir, len(searches), len(grid.cells) * len(spec.bounds()))
+    executor = _Executor(store, jobs, backend, address, recompute_stale)
+    outcome = GridCapacityOutcome(grid.name, out_dir, 0, len(grid.cells) * len(spec.bounds()))
     shown = Progress(f"capacity {grid.name}", 0, show=progress)
-    seen: set[str] = set()
+    searches: list[_Search] = []
+    floors: list[dict[str, Any]] = []
     try:
-        for search in searches:
-            search.start()
-        while waiting := [s for s in searches if s.asked is not None]:
-            outcome.rounds += 1
-            _round(waiting, store, outcome, seen, shown, jobs, backend, address, recompute_stale)
+        new = _first_look(spec)
+        while new:
+            searches += new
+            if spec.floor is not None:
+                floors += _check_floors(spec, new, executor, outcome, shown)
+            for search in new:
+                if not search.below_floor:
+                    search.start()
+            while waiting := [s for s in searches if s.asked is not None]:
+                outcome.rounds += 1
+                _round(waiting, executor, outcome, shown)
+            new = _next_look(spec, searches) if spec.sequential else []
     finally:
         shown.close()
+    outcome.searches = len(searches)
     runs = _searches_table(spec, searches)
     index = _index_table(spec, runs)
     outcome.files = write_table(runs, out_dir, "searches") + write_table(index, out_dir, "index")
+    if spec.floor is not None:
+        outcome.files += write_table(pd.DataFrame(floors), out_dir, "floor")
     meta = {
         "name": grid.name,
         "source": grid.source,
         "description": grid.description,
         "columns": spec.columns,
-        "seeds": grid.seeds,
+        "seeds": sorted({search.run.seed for search in searches}),
         "slos": [slo.text for slo in spec.slos],
         "contracts": {name: [slo.text for slo in bounds] for name, bounds in spec.contracts.items()},
         "tolerance": spec.tolerance,
         "low": spec.low,
         "high": spec.high,
         "baseline": spec.baseline,
+        "floor": spec.floor,
+        "sequential": list(SEED_LOOKS) if spec.sequential else None,
         "cells": outcome.cells,
         "searches": len(searches),
         "failed": int((runs["answer"] == "failed").sum()),
+        "runs": outcome.runs,
     }
     text = json.dumps(meta, indent=1)
     atomic_write(out_dir / "capacity_grid.json", lambda tmp: tmp.write_text(text))
@@ -319,40 +361,145 @@ def run_capacity_grid(
     return outcome, index
 
 
-def _round(waiting, store, outcome, seen, shown, jobs, backend, address, recompute_stale) -> None:
+def _new_search(spec: CapacityGrid, run: Run, contract: str | None, bounds: list[Slo]) -> _Search:
+    steps = rate_search(spec.low, spec.high, run.config.workload.arrival.rate, spec.tolerance)
+    return _Search(run, expand_scopes(bounds, run.config), contract, steps)
+
+
+def _first_look(spec: CapacityGrid) -> list[_Search]:
+    """Every cell's searches at the grid's seeds (with ``sequential``, the first look's)."""
+    seeds = set(spec.grid.seeds[: SEED_LOOKS[0]] if spec.sequential else spec.grid.seeds)
+    return [
+        _new_search(spec, run, contract, bounds)
+        for run in spec.grid.runs
+        if run.seed in seeds
+        for contract, bounds in spec.bounds().items()
+    ]
+
+
+def _next_look(spec: CapacityGrid, searches: Sequence[_Search]) -> list[_Search]:
+    """The next look's searches: the next seeds of every cell whose ratio to its baseline
+    is unsettled, and of its baseline cell (once, however many cells share it)."""
+    runs = _searches_table(spec, searches)
+    columns = spec.columns
+    wanted: set[tuple[str, str | None]] = set()  # (cell label, contract)
+    seeds_of: dict[tuple[str, str | None], int] = {}
+    for contract, cell in product(spec.bounds(), spec.grid.cells):
+        if _is_baseline(spec, cell.coords):
+            continue
+        coords = _coords(spec, cell.coords, contract)
+        both = _paired_rows(runs, columns, coords, spec.baseline)
+        if both is None or not unsettled(both["rate_per_gpu"] / both["rate_per_gpu.baseline"]):
+            continue
+        for label in (cell.label, _baseline_cell(spec, cell).label):
+            wanted.add((label, contract))
+            seeds_of[(label, contract)] = len(both)
+    have = {(s.run.cell.label, s.contract, s.run.seed) for s in searches}
+    new = []
+    for run in spec.grid.runs:
+        for contract, bounds in spec.bounds().items():
+            look = seeds_of.get((run.cell.label, contract))
+            if look is None or (run.cell.label, contract, run.seed) in have:
+                continue
+            following = next(n for n in SEED_LOOKS if n > look)
+            if run.seed in spec.grid.seeds[:following]:
+                new.append(_new_search(spec, run, contract, bounds))
+    return new
+
+
+def _is_baseline(spec: CapacityGrid, coords: Mapping[str, Any]) -> bool:
+    return all(coords.get(column) == value for column, value in spec.baseline.items())
+
+
+def _baseline_cell(spec: CapacityGrid, cell: Cell) -> Cell:
+    """The cell with this one's coordinates but the baseline's (itself without a baseline)."""
+    coords = {**cell.coords, **spec.baseline}
+    return next(other for other in spec.grid.cells if other.coords == coords)
+
+
+def _check_floors(spec, new: Sequence[_Search], executor, outcome, shown) -> list[dict[str, Any]]:
+    """Each new search's floor: its baseline cell at ``spec.floor`` req/s per instance and
+    its seed; a search whose bounds fail there stops (answer ``floor``)."""
+    runs = {(run.cell.label, run.seed): run for run in spec.grid.runs}
+    floor_of: dict[int, tuple[Run, str]] = {}
+    wanted: dict[str, Any] = {}
+    for search in new:
+        run = runs[(_baseline_cell(spec, search.run.cell).label, search.run.seed)]
+        config = at_rate(run.config, spec.floor * run.config.cluster.instances, run.seed)
+        key = run_key(config)
+        wanted[key] = config
+        floor_of[id(search)] = (run, key)
+    executor.run(wanted, outcome, shown, 0)
+    rows, seen = [], set()
+    for search in new:
+        run, key = floor_of[id(search)]
+        if executor.store.is_failed(key):
+            failure = executor.store.failure(key)
+            search.error = f"floor: {failure.kind}: {failure.reason}"
+            search.stop_at_floor()
+            continue
+        point = judge(spec.floor * run.config.cluster.instances, search.slos, [executor.store.summary(key)])
+        if not point.meets:
+            search.stop_at_floor()
+        check = (run.cell.label, search.contract, run.seed)
+        if check not in seen:
+            seen.add(check)
+            row = _coords(spec, run.cell.coords, search.contract)
+            rows.append({**row, "seed": run.seed, "rate": point.rate, "meets": point.meets, **point.values})
+    return rows
+
+
+@dataclass
+class _Executor:
+    """Runs what the store lacks (runs that are one simulation run once) and stores them."""
+
+    store: RunStore
+    jobs: int | None
+    backend: str
+    address: str | None
+    recompute_stale: bool
+    seen: set[str] = field(default_factory=set)
+
+    def run(self, wanted: Mapping[str, Any], outcome: GridCapacityOutcome, shown: Progress, steps_left: int) -> None:
+        store = self.store
+        todo = {
+            key: config
+            for key, config in wanted.items()
+            if not store.is_done(key, this_code_only=self.recompute_stale) and not store.is_failed(key)
+        }
+        groups: dict[str, list[str]] = {}
+        for key, config in todo.items():
+            groups.setdefault(simulation_key(config), []).append(key)
+        tasks = [
+            Task(first, todo[first], (), tuple((key, todo[key]) for key in rest))
+            for first, *rest in groups.values()
+        ]
+        new = [key for key in wanted if key not in self.seen]  # a key asked again is not counted again
+        self.seen.update(new)
+        reused = sum(1 for key in new if key not in todo)
+        outcome.runs += len(new)
+        outcome.reused += reused
+        outcome.simulations += len(tasks)
+        shown.plan(len(new), reused, steps_left)
+        for key, result in execute(tasks, self.backend, self.jobs, self.address):
+            failed = isinstance(result, RunError)
+            if failed:
+                store.write_failure(key, todo[key], result)
+            else:
+                store.write(key, todo[key], result)
+                outcome.computed += 1
+            shown.update(failed)
+
+
+def _round(waiting: Sequence[_Search], executor: _Executor, outcome: GridCapacityOutcome, shown: Progress) -> None:
     """One rate for each waiting search: run what the store lacks, then tell each."""
     wanted: dict[str, Any] = {}
     for search in waiting:
         config = at_rate(search.run.config, search.asked[0], search.run.seed)
         search.key = run_key(config)
         wanted[search.key] = config
-    todo = {
-        key: config
-        for key, config in wanted.items()
-        if not store.is_done(key, this_code_only=recompute_stale) and not store.is_failed(key)
-    }
-    groups: dict[str, list[str]] = {}
-    for key, config in todo.items():
-        groups.setdefault(simulation_key(config), []).append(key)
-    tasks = [
-        Task(first, todo[first], (), tuple((key, todo[key]) for key in rest))
-        for first, *rest in groups.values()
-    ]
-    new = [key for key in wanted if key not in seen]  # a key asked again is not counted again
-    seen.update(new)
-    reused = sum(1 for key in new if key not in todo)
-    outcome.runs += len(new)
-    outcome.reused += reused
-    outcome.simulations += len(tasks)
-    shown.plan(len(new), reused, sum(search.asked[1] for search in waiting))
-    for key, result in execute(tasks, backend, jobs, address):
-        failed = isinstance(result, RunError)
-        if failed:
-            store.write_failure(key, todo[key], result)
-        else:
-            store.write(key, todo[key], result)
-            outcome.computed += 1
-        shown.update(failed)
+    executor.run(wanted, outcome, shown, sum(search.asked[1] for search in waiting))
+    store = executor.store
     for search in waiting:
         rate = search.asked[0]
         if store.is_failed(search.key):
@@ -379,6 +526,8 @@ def _searches_table(spec: CapacityGrid, searches: Sequence[_Search]) -> pd.DataF
         best = search.points.get(lo) if lo is not None else None
         if search.error is not None:
             answer = "failed"
+        elif search.below_floor:
+            answer = "floor"
         elif lo is None:
             answer = "none"
         else:
@@ -386,7 +535,7 @@ def _searches_table(spec: CapacityGrid, searches: Sequence[_Search]) -> pd.DataF
         row.update(
             answer=answer,
             rate=best.rate if best else math.nan,
-            bracket_low=lo if lo is not None else (0.0 if answer == "none" else math.nan),
+            bracket_low=lo if lo is not None else (0.0 if answer in ("none", "floor") else math.nan),
             bracket_high=hi if hi is not None else (math.inf if answer == "unbounded" else math.nan),
             gpus=best.average_gpus if best else math.nan,
             rate_per_gpu=best.rate / best.average_gpus if best else math.nan,
@@ -430,7 +579,7 @@ def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
         row["bracket_high"] = float(mine["bracket_high"].max())
         row["cost_per_latency"] = float(mine["cost_per_latency"].mean())
         if baseline:
-            row.update(_versus(runs, columns, coords, baseline, mine, rated))
+            row.update(_versus(spec, runs, coords))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -443,14 +592,27 @@ def _rows_of(runs: pd.DataFrame, columns: Sequence[str], coords: Mapping[str, An
     return runs[mask]
 
 
-def _versus(runs, columns, coords, baseline, mine, rated) -> dict[str, float]:
-    """The paired ratio of this cell's capacity per GPU to its baseline cell's."""
-    other = _rows_of(runs, columns, {**coords, **baseline})
-    both = mine.merge(other, on="seed", suffixes=("", ".baseline"))
-    ok = rated and len(both) and both["answer.baseline"].isin(["bracketed", "unbounded"]).all()
-    if not ok:
+def _paired_rows(runs, columns, coords, baseline) -> pd.DataFrame | None:
+    """This cell's searches joined seed by seed with its baseline cell's (``.baseline``
+    columns); None unless every seed of both answered a rate."""
+    mine = _rows_of(runs, columns, coords)
+    both = mine.merge(_rows_of(runs, columns, {**coords, **baseline}), on="seed", suffixes=("", ".baseline"))
+    rated = ["bracketed", "unbounded"]
+    if not len(both) or not (both["answer"].isin(rated).all() and both["answer.baseline"].isin(rated).all()):
+        return None
+    return both
+
+
+def _versus(spec: CapacityGrid, runs, coords) -> dict[str, float]:
+    """The paired ratio of this cell's capacity per GPU to its baseline cell's (the
+    sequential interval with ``sequential``)."""
+    both = _paired_rows(runs, spec.columns, coords, spec.baseline)
+    if both is None:
         return {"vs_baseline": math.nan, "vs_baseline.ci_low": math.nan, "vs_baseline.ci_high": math.nan}
-    ratio, low, high = paired_ratio(both["rate_per_gpu"], both["rate_per_gpu.baseline"])
+    if spec.sequential:
+        ratio, low, high = sequential_ratio(both["rate_per_gpu"] / both["rate_per_gpu.baseline"])
+    else:
+        ratio, low, high = paired_ratio(both["rate_per_gpu"], both["rate_per_gpu.baseline"])
     return {"vs_baseline": ratio, "vs_baseline.ci_low": low, "vs_baseline.ci_high": high}
 
 
