@@ -473,3 +473,20 @@ def test_sequential_seeds_need_a_baseline_and_enough_seeds(tmp_path):
     path = grid_file(tmp_path, "capacity: {slo: ['tier*.attainment>=0.9'], floor: 0}\n")
     with pytest.raises(ConfigError, match="capacity.floor"):
         load_capacity_grid(path)
+
+
+def test_a_seed_whose_requests_fail_the_floor_is_left_out_of_the_comparison_not_the_cell(tmp_path, monkeypatch):
+    def share(config, tier):  # seed 1's requests miss 0.9 at any load; llumnix carries 2x
+        carried = 0.5 if config.scheduler.name == "llumnix" else 1.0
+        return (0.85 if config.seed == 1 else 0.97) - config.workload.arrival.rate * carried / 100
+
+    patch_runs(monkeypatch, share)
+    path = grid_file(
+        tmp_path,
+        "seeds: 3\n" + SCHEMES + "capacity: {slo: ['tier*.attainment>=0.9'], floor: 0.05, tolerance: 0.01,"
+        " baseline: {scheduler: infaas++}}\n",
+    )
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    llumnix = index[index["scheduler"] == "llumnix"].iloc[0]
+    assert llumnix["answers"] == "bracketed 2, floor 1" and llumnix["floored"] == 1
+    assert llumnix["vs_baseline"] == pytest.approx(2.0, rel=0.03) and llumnix["rate_per_gpu"] > 0

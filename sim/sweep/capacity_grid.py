@@ -44,6 +44,7 @@ seed), ``index.parquet``/``.csv`` (one row per cell) and ``capacity_grid.json``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -100,6 +101,7 @@ class CapacityGrid:
     contracts: dict[str, list[Slo]] = field(default_factory=dict)  # name -> bounds; {} with ``slo``
     floor: float | None = None  # req/s per instance of the no-load check (None: no check)
     sequential: bool = False  # seeds by looks while the ratio to the baseline is unsettled
+    contract_info: dict[str, "ContractInfo"] = field(default_factory=dict)  # name -> what it stands for
 
     def bounds(self) -> dict[str | None, list[Slo]]:
         """Each set of bounds a cell is searched under: the contracts by name, or ``slo`` alone."""
@@ -126,7 +128,7 @@ def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> Capac
     for key in section:
         if key not in SECTION_KEYS:
             raise ConfigError(f"{source}: {SECTION}.{key}: unknown key (known: {', '.join(SECTION_KEYS)})")
-    contracts = _contracts(section, source)
+    contracts, contract_info = _contracts(section, source, path.parent)
     slos = next(iter(contracts.values())) if contracts else _slos(section.get("slo"), source)
     tolerance = _number(section, "tolerance", source, DEFAULT_TOLERANCE)
     low, high = _number(section, "low", source), _number(section, "high", source)
@@ -170,28 +172,70 @@ def load_capacity_grid(path: str | Path, overrides: Iterable[str] = ()) -> Capac
             except ConfigError as exc:
                 where = f"cell [{run.cell.label}]" + (f", {SECTION}.contracts.{name}" if name else "")
                 raise ConfigError(f"{source}: {where}: {_in_section(str(exc))}") from None
-    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline), contracts, floor, sequential)
+    return CapacityGrid(grid, slos, tolerance, low, high, dict(baseline), contracts, floor, sequential, contract_info)
 
 
-def _contracts(section: Mapping, source: str) -> dict[str, list[Slo]]:
-    """``contracts``: name -> bounds ({} when absent); exactly one of it and ``slo``."""
+CONTRACT_KEYS = ("bounds", "business", "family", "tightness")  # a described contract's keys
+
+
+@dataclass(frozen=True)
+class ContractInfo:
+    """What a named contract stands for: its business (one line), family and tightness."""
+
+    business: str = ""
+    family: str = ""
+    tightness: float | None = None
+
+
+def _contracts(section: Mapping, source: str, folder: Path) -> tuple[dict[str, list[Slo]], dict[str, ContractInfo]]:
+    """``contracts``: name -> bounds ({} when absent); exactly one of it and ``slo``. A
+    contract is a list of bounds or a mapping (``CONTRACT_KEYS``); ``contracts`` may instead
+    be ``{from: FILE, only: [names]}``: the contracts of a YAML file (relative to the grid)."""
     spec = section.get("contracts")
     if spec is None:
-        return {}
+        return {}, {}
+    where = f"{SECTION}.contracts"
     if "slo" in section:
         raise ConfigError(f"{source}: {SECTION}: give slo or contracts, not both")
+    if isinstance(spec, Mapping) and "from" in spec:
+        unknown = set(spec) - {"from", "only"}
+        if unknown:
+            raise ConfigError(f"{source}: {where}.{sorted(unknown)[0]}: unknown key (known: from, only)")
+        path = folder / str(spec["from"])
+        file_spec = read_yaml(path).get("contracts")
+        if not isinstance(file_spec, Mapping) or not file_spec:
+            raise ConfigError(f"{path}: contracts: expected a mapping of names to contracts")
+        only = spec.get("only", list(file_spec))
+        missing = [name for name in only if name not in file_spec]
+        if missing:
+            raise ConfigError(f"{source}: {where}.only: {missing[0]!r} is not a contract of {path}")
+        spec, source, where = {name: file_spec[name] for name in only}, str(path), "contracts"
     if not isinstance(spec, Mapping) or not spec:
         raise ConfigError(
-            f"{source}: {SECTION}.contracts: expected a mapping of names to bounds, e.g. "
+            f"{source}: {where}: expected a mapping of names to bounds, e.g. "
             f"{{tail: ['class*.lateness.p99<=1']}}, got {spec!r}"
         )
-    contracts = {}
-    for name, bounds in spec.items():
+    contracts, info = {}, {}
+    for name, contract in spec.items():
+        name = str(name)
+        if isinstance(contract, Mapping):
+            unknown = set(contract) - set(CONTRACT_KEYS)
+            if unknown:
+                raise ConfigError(
+                    f"{source}: {where}.{name}.{sorted(unknown)[0]}: unknown key (known: {', '.join(CONTRACT_KEYS)})"
+                )
+            if not isinstance(contract.get("business"), str) or not contract["business"].strip():
+                raise ConfigError(f"{source}: {where}.{name}.business: one line saying what business it stands for")
+            tightness = contract.get("tightness")
+            if tightness is not None and (isinstance(tightness, bool) or not isinstance(tightness, (int, float))):
+                raise ConfigError(f"{source}: {where}.{name}.tightness: expected a number, got {tightness!r}")
+            info[name] = ContractInfo(contract["business"].strip(), str(contract.get("family", "")), tightness)
+            contract = contract.get("bounds")
         try:
-            contracts[str(name)] = _slos(bounds, source)
+            contracts[name] = _slos(contract, source)
         except ConfigError as exc:
-            raise ConfigError(str(exc).replace(f"{SECTION}.slo", f"{SECTION}.contracts.{name}", 1)) from None
-    return contracts
+            raise ConfigError(str(exc).replace(f"{SECTION}.slo", f"{where}.{name}", 1)) from None
+    return contracts, info
 
 
 def _in_section(message: str) -> str:
@@ -342,6 +386,7 @@ def run_capacity_grid(
         "seeds": sorted({search.run.seed for search in searches}),
         "slos": [slo.text for slo in spec.slos],
         "contracts": {name: [slo.text for slo in bounds] for name, bounds in spec.contracts.items()},
+        "contract_info": {name: dataclasses.asdict(info) for name, info in spec.contract_info.items()},
         "tolerance": spec.tolerance,
         "low": spec.low,
         "high": spec.high,
@@ -559,8 +604,9 @@ def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float,
 
 def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: how its seeds' searches answered, the mean capacity per GPU with
-    its interval, the bracket over every seed and, with a baseline, the paired ratio to it
-    (geometric mean of the per-seed ratios, t-interval on their logarithms)."""
+    its interval over the seeds above the floor (``floored`` counts the others), the bracket
+    over every seed and, with a baseline, the paired ratio to it (geometric mean of the
+    per-seed ratios, t-interval on their logarithms)."""
     rows = []
     columns, baseline = spec.columns, spec.baseline
     for contract, cell in product(spec.bounds(), spec.grid.cells):
@@ -571,9 +617,11 @@ def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
         row["seeds"] = len(mine)
         row["answer"] = answers.index[0] if len(answers) == 1 else "mixed"
         row["answers"] = ", ".join(f"{kind} {count}" for kind, count in sorted(answers.items()))
-        rated = mine["answer"].isin(["bracketed", "unbounded"]).all()
+        above_floor = mine[mine["answer"] != "floor"]  # a seed whose requests no scheme can serve in time
+        row["floored"] = len(mine) - len(above_floor)
+        rated = len(above_floor) > 0 and above_floor["answer"].isin(["bracketed", "unbounded"]).all()
         for column in ("rate", "rate_per_gpu"):
-            mean, low, high = mean_interval(mine[column]) if rated else (math.nan,) * 3
+            mean, low, high = mean_interval(above_floor[column]) if rated else (math.nan,) * 3
             row.update({column: mean, f"{column}.ci_low": low, f"{column}.ci_high": high})
         row["bracket_low"] = float(mine["bracket_low"].min())
         row["bracket_high"] = float(mine["bracket_high"].max())
@@ -594,9 +642,12 @@ def _rows_of(runs: pd.DataFrame, columns: Sequence[str], coords: Mapping[str, An
 
 def _paired_rows(runs, columns, coords, baseline) -> pd.DataFrame | None:
     """This cell's searches joined seed by seed with its baseline cell's (``.baseline``
-    columns); None unless every seed of both answered a rate."""
+    columns), less the seeds whose requests failed the floor (no scheme can meet the bounds
+    on them: they say nothing about the comparison); None unless every other seed of both
+    answered a rate."""
     mine = _rows_of(runs, columns, coords)
     both = mine.merge(_rows_of(runs, columns, {**coords, **baseline}), on="seed", suffixes=("", ".baseline"))
+    both = both[(both["answer"] != "floor") & (both["answer.baseline"] != "floor")]
     rated = ["bracketed", "unbounded"]
     if not len(both) or not (both["answer"].isin(rated).all() and both["answer.baseline"].isin(rated).all()):
         return None
