@@ -168,3 +168,32 @@ def _finite_or_none(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite_or_none(v) for v in value]
     return value
+
+
+def marked_text(path: Path, begin: str, end: str, where: str) -> str:
+    """The text of a page a generated block goes into: a file, UTF-8, with ``begin`` and
+    ``end`` markers in that order, in a folder that can be written; a ConfigError naming it
+    (``where``) otherwise."""
+    try:
+        if not path.is_file():
+            raise ConfigError(f"{where}: no such file")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    first, last = text.find(begin), text.find(end)
+    if first < 0 or last < first:
+        raise ConfigError(f"{where}: no {begin} ... {end} markers (in that order)")
+    if not os.access(path.resolve().parent, os.W_OK):
+        raise ConfigError(f"{where}: its folder cannot be written (the new table is renamed into place)")
+    return text
+
+
+def replace_marked(path: Path, begin: str, end: str, block: str, where: str) -> None:
+    """Put ``block`` between the page's markers, replacing the file whole (renamed into
+    place: a failed write leaves it as it was)."""
+    head, rest = marked_text(path, begin, end, where).split(begin, 1)
+    _, tail = rest.split(end, 1)
+    text = f"{head}{begin}\n{block}\n{end}{tail}"
+    atomic_write(path, lambda tmp: tmp.write_text(text))

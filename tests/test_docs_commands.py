@@ -69,6 +69,10 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     "llumsim sweep experiments/grids/k_study.yaml --jobs 2 --out /tmp/k_study":
         Runs("llumsim sweep experiments/grids/k_study_smoke.yaml --out {smoke:k_study_smoke} --quiet"),
     "python -m sim.sweep.findings /tmp/k_study": Runs("python -m sim.sweep.findings {copy:smoke:k_study_smoke}"),
+    "experiments/k_map.sh results/k_map --jobs 2":
+        Elsewhere("tests/test_k_map.py::test_the_map_script_runs_each_grid_into_its_part_then_the_report"),
+    "python -m sim.sweep.k_map results/k_map --readme README.md":
+        Elsewhere("tests/test_k_map.py::test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_the_readmes"),
     "llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 3":
         Runs("llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 1 --set workload.num_requests=300 --out {tmp}"),
     "llumsim paper --smoke": Runs(PAPER),
@@ -92,9 +96,7 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     "python -m sim.sweep.compact results/paper results/paper --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0":
         Runs("python -m sim.sweep.compact {smoke:paper_smoke} {tmp} --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0"),
     # docs/sweeps.md
-    "llumsim sweep experiments/grids/k_sweep.yaml":
-        Runs("llumsim sweep experiments/grids/k_sweep_smoke.yaml --out {smoke:k_sweep_smoke} --quiet"),
-    "llumsim sweep experiments/grids/k_sweep.yaml --backend ray [--address HOST:6379]":
+    "llumsim sweep experiments/grids/k_study.yaml --backend ray [--address HOST:6379]":
         Elsewhere("tests/test_sweep_run.py::test_ray_runs_the_same_cells_to_the_same_index"),
     "llumsim capacity --grid experiments/grids/k_capacity.yaml --jobs 1":
         Elsewhere("tests/test_capacity_grid.py::test_the_smoke_grid_answers_every_search_consistently_with_its_points"),

@@ -14,7 +14,7 @@ from tests.sweep_support import REPO, execute_notebook, images_and_errors, stdou
 NOTEBOOKS = REPO / "notebooks"
 # per notebook: the variables of its parameters cell and the smoke grid each is pointed at
 READS = {
-    "k_study": {"STUDY": "k_study_smoke", "AUTOSCALE": "k_autoscale_smoke"},
+    "k_study": {"STUDY": "k_study_smoke", "AUTOSCALE": "k_autoscale_smoke", "KMAP": "k_contract_smoke"},
     "paper": {"STUDY": "paper_smoke"},
     "migration": {"STUDY": "paper_smoke"},
     "stress": {"STUDY": "stress_smoke"},

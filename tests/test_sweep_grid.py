@@ -24,7 +24,6 @@ def grid(**spec):
 @pytest.mark.parametrize(
     ("name", "cells", "seeds"),
     [
-        ("k_sweep", 10 * 3 * 2 * 4 * 3, 3),
         ("k_sweep_smoke", 2 * 2 * 2 * 2 * 3, 2),
         ("k_study", 2 * 4 * 10 * 3 * 3, 10),
         ("k_study_smoke", 2 * 2 * 3 * 2 * 3, 3),

@@ -119,20 +119,6 @@ def test_a_timeline_heatmap_has_a_row_per_instance_blank_where_it_was_not_runnin
     plt.close(fig)
 
 
-def test_a_capacity_index_is_found_by_name_and_its_per_gpu_column_by_its_name(tmp_path):
-    from sim.sweep.plots import capacity_column, open_capacity
-
-    with pytest.raises(FileNotFoundError, match="no capacity results"):
-        open_capacity("k_capacity", tmp_path)
-    (tmp_path / "k_capacity").mkdir()
-    cells = pd.DataFrame({K: [1, 2], "scheduler": ["llumnix"] * 2, "rate_per_gpu": [0.5, 0.4],
-                          "rate_per_gpu.ci_low": [0.4, 0.3], "rate_per_gpu.ci_high": [0.6, 0.5], "rate": [2.0, 1.6]})
-    cells.to_parquet(tmp_path / "k_capacity" / "index.parquet")
-    assert capacity_column(open_capacity("k_capacity", tmp_path)) == "rate_per_gpu"
-    with pytest.raises(KeyError, match="one per-GPU capacity column"):
-        capacity_column(cells.drop(columns="rate_per_gpu"))
-
-
 def test_a_study_is_a_name_under_the_results_folder_or_a_folder_given_as_a_path(tmp_path):
     assert study_folder("k_study", tmp_path) == tmp_path / "k_study"  # a notebook's default
     assert study_folder(f"{tmp_path}/mine", "elsewhere") == study_folder(tmp_path / "mine") == tmp_path / "mine"

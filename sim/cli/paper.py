@@ -7,7 +7,6 @@ Exit status as ``llumsim sweep``'s (1: some runs failed; the claims use the othe
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from sim.cli.sweep import (
@@ -89,33 +88,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def readme_text(path: Path) -> str:
-    """The text of the README the claims table goes into: a file, UTF-8, with both markers
-    in order, in a folder that can be written; a ConfigError naming it otherwise."""
-    from sim.config import ConfigError
+    """The text of the README the claims table goes into (``sim.files.marked_text``)."""
+    from sim.files import marked_text
 
-    where = f"--readme {path}"
-    try:
-        if not path.is_file():
-            raise ConfigError(f"{where}: no such file")
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text") from None
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
-    begin, end = text.find(README_BEGIN), text.find(README_END)
-    if begin < 0 or end < begin:
-        raise ConfigError(f"{where}: no {README_BEGIN} ... {README_END} markers (in that order)")
-    if not os.access(path.resolve().parent, os.W_OK):
-        raise ConfigError(f"{where}: its folder cannot be written (the new table is renamed into place)")
-    return text
+    return marked_text(path, README_BEGIN, README_END, f"--readme {path}")
 
 
 def replace_block(path: Path, block: str) -> None:
-    """Put ``block`` between the README markers, replacing the file whole (renamed into
-    place: a failed write leaves it as it was)."""
-    from sim.files import atomic_write
+    """Put ``block`` between the README's claims markers (``sim.files.replace_marked``)."""
+    from sim.files import replace_marked
 
-    head, rest = readme_text(path).split(README_BEGIN, 1)
-    _, tail = rest.split(README_END, 1)
-    text = f"{head}{README_BEGIN}\n{block}\n{README_END}{tail}"
-    atomic_write(path, lambda tmp: tmp.write_text(text))
+    replace_marked(path, README_BEGIN, README_END, block, f"--readme {path}")

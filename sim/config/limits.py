@@ -4,7 +4,7 @@ A file or command line nobody here wrote can ask for anything: a grid of a billi
 million seeds, a YAML alias tree that expands to gigabytes, a name longer than a file
 system allows. Each is refused before anything runs, with ``llumsim: error: …`` naming the
 file and key, instead of growing memory until the machine gives out. The limits are far
-above anything the shipped configs and grids use (largest: ``k_sweep``, 2,160 runs; the
+above anything the shipped configs and grids use (largest: ``k_study``, 7,200 runs; the
 paper grid, ~15 aliases and a few hundred YAML nodes), and low enough that refusing or
 expanding within them takes seconds and little memory.
 """
@@ -21,7 +21,7 @@ MAX_YAML_DEPTH: Final = 64  # nesting of lists and mappings (the schema's deepes
 
 # grids and capacity searches
 MAX_SEEDS: Final = 1_000  # seeds per cell (``seeds:``, ``capacity --seeds``)
-MAX_GRID_RUNS: Final = 20_000  # cells x seeds in one grid: ~10x k_sweep; ~5 s, ~200 MB to expand
+MAX_GRID_RUNS: Final = 20_000  # cells x seeds in one grid: ~3x k_study; ~5 s, ~200 MB to expand
 
 # names that become folders (a run's or a grid's ``name``): well under the 255 bytes a
 # file system allows for one path component, with room for ``.tmp-<pid>-`` in front

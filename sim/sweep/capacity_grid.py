@@ -427,7 +427,6 @@ def _next_look(spec: CapacityGrid, searches: Sequence[_Search]) -> list[_Search]
     is unsettled, and of its baseline cell (once, however many cells share it)."""
     runs = _searches_table(spec, searches)
     columns = spec.columns
-    wanted: set[tuple[str, str | None]] = set()  # (cell label, contract)
     seeds_of: dict[tuple[str, str | None], int] = {}
     for contract, cell in product(spec.bounds(), spec.grid.cells):
         if _is_baseline(spec, cell.coords):
@@ -436,9 +435,9 @@ def _next_look(spec: CapacityGrid, searches: Sequence[_Search]) -> list[_Search]
         both = _paired_rows(runs, columns, coords, spec.baseline)
         if both is None or not unsettled(both["rate_per_gpu"] / both["rate_per_gpu.baseline"]):
             continue
+        searched = len(_rows_of(runs, columns, coords))  # the look it had (floored seeds count)
         for label in (cell.label, _baseline_cell(spec, cell).label):
-            wanted.add((label, contract))
-            seeds_of[(label, contract)] = len(both)
+            seeds_of[(label, contract)] = searched
     have = {(s.run.cell.label, s.contract, s.run.seed) for s in searches}
     new = []
     for run in spec.grid.runs:

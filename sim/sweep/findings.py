@@ -1,4 +1,4 @@
-"""The K-tier project's claims (shared/seeds/004), measured on a ``k_study`` (or ``k_sweep``)
+"""The K-tier project's claims (shared/seeds/004), measured on a ``k_study``
 index.
 
 Every comparison is paired: Llumnix against INFaaS++ (or one K against another) on the same
@@ -66,7 +66,7 @@ SHORT = {"scheduler": "mode", MIX: "mix", SIZE: "requests", RATE: "req/s"}  # fi
 
 def cell_columns(index: pd.DataFrame) -> list[str]:
     """The coordinates besides K and the scheduler that a study varies: mix, size (where
-    it varies: k_study and k_sweep run 10,000 and 15,000 requests) and load."""
+    it varies: k_study runs 10,000 and 15,000 requests) and load."""
     return [c for c in (MIX, SIZE, RATE) if c in index.columns]
 
 
@@ -394,7 +394,7 @@ def figure(index: pd.DataFrame, path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="a k_study or k_sweep results folder (index.parquet, sweep.json)")
+    parser.add_argument("results", type=Path, help="a k_study results folder (index.parquet, sweep.json)")
     args = parser.parse_args(argv)
     meta = json.loads((args.results / "sweep.json").read_text())
     index = ok_rows(pd.read_parquet(args.results / "index.parquet"))

@@ -21,6 +21,8 @@ RESULTS_FILES = frozenset(
         "capacity_grid.json",  # sim.sweep.capacity_grid
         "searches.parquet",
         "searches.csv",
+        "floor.parquet",  # its floor checks
+        "floor.csv",
         "claims.md",  # sim.cli.paper
         "claims.csv",
         "claim_points.csv",

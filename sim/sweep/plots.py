@@ -526,21 +526,3 @@ def paper_serving_figure(geometric: pd.DataFrame, path: Path) -> Path | None:
     finally:
         plt.close(fig)
     return path
-
-
-def open_capacity(study: str | Path = "k_capacity", results: str | Path | None = None) -> pd.DataFrame:
-    """The per-cell index ``llumsim capacity --grid`` writes to a study folder
-    (``study_folder``; one row per cell: coordinates, the mean capacity over seeds with its
-    interval)."""
-    root = study_folder(study, results)
-    if not (root / "index.parquet").is_file():
-        raise _missing(root, study, "capacity", "llumsim capacity --grid")
-    return pd.read_parquet(root / "index.parquet")
-
-
-def capacity_column(frame: pd.DataFrame) -> str:
-    """The per-GPU capacity column of a capacity index (the one metric named ``*per_gpu*``)."""
-    columns = [c for c in frame.columns if "per_gpu" in c and not c.endswith(("ci_low", "ci_high"))]
-    if len(columns) != 1:
-        raise KeyError(f"expected one per-GPU capacity column, found {columns or 'none'}")
-    return columns[0]
