@@ -15,9 +15,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.cli.main import main
 from sim.config import ConfigError
+from sim.sweep.capacity import rate_search
 from sim.sweep.capacity_grid import load_capacity_grid, mean_interval, run_capacity_grid
 from sim.sweep.stats import SEED_LOOKS, sequential_ratio, unsettled
 from tests.sweep_support import GRIDS, fake_summary
@@ -85,6 +88,42 @@ def test_a_bound_no_rate_meets_answers_none_from_the_lowest_rate(tmp_path, monke
     assert math.isnan(row["rate"]) and (row["bracket_low"], row["bracket_high"]) == (0.0, 0.5)
     searches = pd.read_csv(tmp_path / "out" / "searches.csv")
     assert list(searches["rates_tried"]) == [1, 1]  # the lowest rate missed: nothing below is tried
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    capacity=st.floats(0.05, 500.0),
+    near_low=st.floats(0.02, 800.0),
+    width=st.floats(0.01, 3.0),
+)
+def test_a_search_started_near_another_seeds_bracket_still_brackets_its_own_capacity(capacity, near_low, width):
+    # wherever the other seeds' bracket lies (around, above or below this seed's capacity),
+    # the search ends with a rate that meets just below one that misses, within tolerance
+    search = rate_search(None, None, 7.5, 0.0625, near=(near_low, near_low * (1 + width)))
+    tried = []
+    try:
+        rate, _ = next(search)
+        while True:
+            tried.append(rate)
+            rate, _ = search.send(rate <= capacity)
+    except StopIteration as stop:
+        lo, hi = stop.value
+    assert lo <= capacity < hi and (hi - lo) / lo <= 0.0625
+    assert len(tried) <= 2 * 40  # widening, then bisecting: MAX_STEPS each at most
+
+
+def test_later_seeds_search_from_the_first_seeds_bracket_and_try_fewer_rates(tmp_path, monkeypatch):
+    # seed s carries (1 + s/50) x 10 req/s: seed 0 halves down from 40 req/s to its bracket,
+    # the others start at the brackets found before them, and every answer is still its own
+    patch_runs(monkeypatch, lambda c, t: 1 - c.workload.arrival.rate / (1 + c.seed / 50) / 100)
+    path = grid_file(tmp_path, "seeds: 5\ncapacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.0625}\n")
+    path.write_text(path.read_text().replace("rate: 3.0", "rate: 40.0"))
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    searches = pd.read_csv(tmp_path / "out" / "searches.csv").sort_values("seed")
+    for seed, rate, high in zip(searches["seed"], searches["rate"], searches["bracket_high"]):
+        assert rate <= 10 * (1 + seed / 50) < high and (high - rate) / rate <= 0.0625
+    first, *later = searches["rates_tried"]
+    assert max(later) < first, list(searches["rates_tried"])
 
 
 def test_the_paired_ratio_cancels_what_the_seeds_share(tmp_path, monkeypatch):

@@ -319,9 +319,23 @@ def search_capacity(
 RateSearch = Generator[tuple[float, int], bool, tuple[Optional[float], Optional[float]]]
 
 
-def rate_search(low: float | None, high: float | None, start: float, tolerance: float) -> RateSearch:
-    """Bracket from ``low``/``high`` or by doubling or halving from ``start``, then bisect."""
-    lo, hi = yield from _bracket(low, high, start)
+def rate_search(
+    low: float | None,
+    high: float | None,
+    start: float,
+    tolerance: float,
+    near: tuple[float, float] | None = None,
+) -> RateSearch:
+    """Bracket from ``low``/``high`` or by doubling or halving from ``start``, then bisect.
+
+    ``near`` (a rate that met, one that missed) is a bracket other seeds of the same cell
+    found: tried first and widened where this seed's answer lies outside it. A cell's seeds
+    differ by a few percent, so a search that starts there skips the halvings from ``start``
+    (the costliest runs: at light load an instance steps once per output token)."""
+    if near is not None and near[0] < near[1] and low is None and high is None:
+        lo, hi = yield from _bracket_near(*near)
+    else:
+        lo, hi = yield from _bracket(low, high, start)
     return (yield from _bisect(lo, hi, tolerance))
 
 
@@ -429,17 +443,42 @@ def _bracket(low, high, start):
             lo = probe
         else:
             hi = probe
-    for _ in range(BRACKET_STEPS):
+    return (yield from _widen(lo, hi))
+
+
+def _bracket_near(lo, hi):
+    """``_bracket`` from a bracket other seeds found: its ends first, then outward from
+    whichever end is wrong (``_widen`` by the bracket's width, doubling). Every rate is the
+    bracket's ends plus multiples of its width, so the rates stay on the lattice the other
+    seeds' bisections visited, and share their runs."""
+    lo, hi = _round(lo), _round(hi)
+    width = hi - lo
+    if not (yield lo, 0):
+        lo, hi = None, lo
+    elif (yield hi, 0):
+        lo, hi = hi, None
+    return (yield from _widen(lo, hi, width))
+
+
+def _widen(lo, hi, step=None):
+    """Move the missing end of (lo, hi) outward from the last rate tried until both are
+    found, within ``RATES``: by halving or doubling, or with ``step`` by that much (doubling
+    each time, never below half the rate). None where not found (no rate meets, or every
+    rate tried does). Steps from a narrow bracket take more of them to go as far as
+    doublings would, so they stop only at ``RATES``' ends (or MAX_STEPS)."""
+    for _ in range(BRACKET_STEPS if step is None else MAX_STEPS):
         if lo is not None and hi is not None:
             break
         if lo is None:
-            candidate = _round(max(hi / 2, RATES.low))
+            lower = hi / 2 if step is None else max(hi - step, hi / 2)
+            candidate = _round(max(lower, RATES.low))
             if candidate >= hi:
                 break  # the lowest rate a config takes misses the SLOs
         else:
-            candidate = _round(min(lo * 2, RATES.high))
+            candidate = _round(min(lo * 2 if step is None else lo + step, RATES.high))
             if candidate <= lo:
                 break  # the highest rate a config takes meets them
+        step = None if step is None else step * 2
         if (yield candidate, 0):
             lo = candidate
         else:

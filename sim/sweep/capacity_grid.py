@@ -21,7 +21,11 @@ ratio to its baseline cell (the same coordinates but the baseline's) is taken se
 The searches advance in rounds: each unfinished search asks for one rate, the runs the
 store lacks run together (runs that are one simulation run once, ``sim.sweep.sharing``:
 INFaaS++ ignores tiers, so its searches over K and tier mixes share most of theirs), and
-each search is told whether its rate met its bounds. Every run is stored as it finishes, so
+each search is told whether its rate met its bounds. A cell's first seed searches from the
+grid's rate (halving or doubling, then bisecting); its other seeds start from the bracket
+the seeds before them found (``rate_search``'s ``near``), since a cell's seeds differ by a few
+percent: that skips the light-load rates on the way down, which cost the most (at light load
+an instance steps once per output token). Every run is stored as it finishes, so
 an interrupted grid resumes where it stopped; the tables are a pure function of the grid
 and the store. A failed run ends its search (answer ``failed``), not the grid.
 
@@ -358,7 +362,7 @@ def run_capacity_grid(
     searches: list[_Search] = []
     floors: list[dict[str, Any]] = []
     try:
-        new = _first_look(spec)
+        new = _next_searches(spec, searches)
         while new:
             searches += new
             if spec.floor is not None:
@@ -369,7 +373,7 @@ def run_capacity_grid(
             while waiting := [s for s in searches if s.asked is not None]:
                 outcome.rounds += 1
                 _round(waiting, executor, outcome, shown)
-            new = _next_look(spec, searches) if spec.sequential else []
+            new = _next_searches(spec, searches)
     finally:
         shown.close()
     outcome.searches = len(searches)
@@ -406,23 +410,50 @@ def run_capacity_grid(
     return outcome, index
 
 
-def _new_search(spec: CapacityGrid, run: Run, contract: str | None, bounds: list[Slo]) -> _Search:
-    steps = rate_search(spec.low, spec.high, run.config.workload.arrival.rate, spec.tolerance)
+def _new_search(
+    spec: CapacityGrid, run: Run, contract: str | None, bounds: list[Slo], near: Mapping
+) -> _Search:
+    found = near.get((run.cell.label, contract))
+    steps = rate_search(spec.low, spec.high, run.config.workload.arrival.rate, spec.tolerance, found)
     return _Search(run, expand_scopes(bounds, run.config), contract, steps)
 
 
-def _first_look(spec: CapacityGrid) -> list[_Search]:
-    """Every cell's searches at the grid's seeds (with ``sequential``, the first look's)."""
-    seeds = set(spec.grid.seeds[: SEED_LOOKS[0]] if spec.sequential else spec.grid.seeds)
-    return [
-        _new_search(spec, run, contract, bounds)
+def _brackets_found(searches: Sequence[_Search]) -> dict[tuple[str, str | None], tuple[float, float]]:
+    """Per (cell, contract), the bracket that holds every answer its seeds found so far
+    (lowest rate met, highest missed): where the next seeds' searches start."""
+    found: dict[tuple[str, str | None], tuple[float, float]] = {}
+    for search in searches:
+        if search.bounds is None or None in search.bounds:
+            continue
+        lo, hi = search.bounds
+        key = (search.run.cell.label, search.contract)
+        if key in found:
+            lo, hi = min(lo, found[key][0]), max(hi, found[key][1])
+        found[key] = (lo, hi)
+    return found
+
+
+def _next_searches(spec: CapacityGrid, searches: Sequence[_Search]) -> list[_Search]:
+    """What to search next: each cell's first seed alone (it searches from the grid's rate),
+    then the rest of the first look (from the bracket it found), then with ``sequential``
+    the next look's seeds where a ratio is unsettled (from the brackets found so far)."""
+    near = _brackets_found(searches)
+    looked = SEED_LOOKS[0] if spec.sequential else len(spec.grid.seeds)
+    seeds = spec.grid.seeds[: 1 if not searches else looked]
+    have = {(s.run.cell.label, s.contract, s.run.seed) for s in searches}
+    new = [
+        _new_search(spec, run, contract, bounds, near)
         for run in spec.grid.runs
         if run.seed in seeds
         for contract, bounds in spec.bounds().items()
+        if (run.cell.label, contract, run.seed) not in have
     ]
+    if new or not spec.sequential:
+        return new
+    return _next_look(spec, searches, near)
 
 
-def _next_look(spec: CapacityGrid, searches: Sequence[_Search]) -> list[_Search]:
+def _next_look(spec: CapacityGrid, searches: Sequence[_Search], near: Mapping) -> list[_Search]:
     """The next look's searches: the next seeds of every cell whose ratio to its baseline
     is unsettled, and of its baseline cell (once, however many cells share it)."""
     runs = _searches_table(spec, searches)
@@ -447,7 +478,7 @@ def _next_look(spec: CapacityGrid, searches: Sequence[_Search]) -> list[_Search]
                 continue
             following = next(n for n in SEED_LOOKS if n > look)
             if run.seed in spec.grid.seeds[:following]:
-                new.append(_new_search(spec, run, contract, bounds))
+                new.append(_new_search(spec, run, contract, bounds, near))
     return new
 
 

@@ -99,9 +99,23 @@ def load_map(folder: Path) -> KMap:
         raise ConfigError(f"{folder}: no K map here (expected {', '.join(p + '/index.csv' for p in PARTS)})")
     keep = ["part", "model", "instances", "contract", "scheduler", TIERS]
     ratio_columns = ["seeds", "floored", "answers", "rate_per_gpu", "vs_baseline", "vs_baseline.ci_low", "vs_baseline.ci_high"]
-    table = pd.concat(ratios, ignore_index=True)[keep + ratio_columns]
-    seeds = pd.concat(searches, ignore_index=True)[keep + ["seed", "answer", "rate_per_gpu"]]
+    table = _main_at_scale(pd.concat(ratios, ignore_index=True)[keep + ratio_columns])
+    seeds = _main_at_scale(pd.concat(searches, ignore_index=True)[keep + ["seed", "answer", "rate_per_gpu"]])
     return KMap(table, seeds, contracts, meta)
+
+
+def _main_at_scale(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with main's rows for scale's schemes and contracts added to scale, at main's
+    cluster size: k_map_scale leaves out the size main runs (the same configs, so the same
+    runs and answers) rather than simulate it twice."""
+    scale = frame[frame["part"] == "scale"]
+    if scale.empty:
+        return frame
+    keys = ["scheduler", TIERS, "contract"]
+    scaled = set(scale[keys].itertuples(index=False, name=None))
+    main = frame[(frame["part"] == "main") & (frame["model"] == NOMINAL) & ~frame["instances"].isin(scale["instances"])]
+    shared = main[[key in scaled for key in main[keys].itertuples(index=False, name=None)]]
+    return pd.concat([frame, shared.assign(part="scale")], ignore_index=True)
 
 
 # --------------------------------------------------------------------------- comparisons
