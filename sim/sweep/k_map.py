@@ -4,7 +4,7 @@ cluster size and the replica model's error, read from the three capacity grids.
 ``python -m sim.sweep.k_map results/k_map [--readme README.md]`` reads ``main/``
 (``experiments/grids/k_map.yaml``: 16 instances, every contract), ``bands/``
 (``k_map_bands``: step time x0.9/x1.1, KV capacity -5%/+5%) and ``scale/`` (``k_map_scale``:
-4-32 instances), and writes ``conclusions.md``/``.csv`` (one row per claim), ``map.png``
+4, 8 and 32 instances; its 16-instance point is main's), and writes ``conclusions.md``/``.csv`` (one row per claim), ``map.png``
 (capacity ratio to INFaaS++ against contract tightness, a panel per family, a line per
 scheme, the bands' range shaded) and ``scale.png`` (the ratio against cluster size).
 
