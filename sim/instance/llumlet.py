@@ -64,8 +64,7 @@ class Llumlet:
         self.status.failed = True
         lost = [*self.waiting, *self.batches.holders()]
         for request in lost:
-            request.blocks = 0
-            request.epoch += 1
+            request.lost()
         self.batches.clear()
         self.ledger.clear()
         self.waiting.clear()
@@ -79,11 +78,7 @@ class Llumlet:
     def leaked_blocks(self, live_reservations: Collection) -> int:
         """Blocks allocated to no resident request, plus blocks reserved under a key that
         is not in ``live_reservations`` (the keys of migrations still in flight)."""
-        held = sum(r.blocks for r in self.batches.holders())
-        orphaned = sum(
-            blocks for key, blocks in self.ledger.reservations.items() if key not in live_reservations
-        )
-        return self.ledger.allocated - held + orphaned
+        return self.ledger.unowned(set(self.batches.holders()), live_reservations)
 
     def check(self) -> None:
         """Raise if blocks leaked, the lazy accounting drifted or the queue's totals are off

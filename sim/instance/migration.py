@@ -147,7 +147,7 @@ def migrate(
         record.stages += 1
         last = (
             not plan.copies_while_running
-            or request.blocks - handshake.copied <= settings.last_stage_blocks
+            or source.ledger.held(request) - handshake.copied <= settings.last_stage_blocks
             or record.stages >= settings.max_stages
         )
         if last:
@@ -156,9 +156,9 @@ def migrate(
                 return (yield from handshake.abort(reason, handshake_timeout))
             if not plan.copies_kv:
                 break
-            stage_blocks = request.blocks - handshake.copied  # the partial block too
+            stage_blocks = source.ledger.held(request) - handshake.copied  # the partial block too
         else:
-            stage_blocks = max(request.blocks - 1 - handshake.copied, 0)  # completed blocks
+            stage_blocks = max(source.ledger.held(request) - 1 - handshake.copied, 0)  # completed blocks
         reason = yield from handshake.copy_stage(stage_blocks, transfer, last, stage_fails)
         if reason:
             return (yield from handshake.abort(reason, handshake_timeout))
@@ -190,7 +190,7 @@ class _Handshake:
         self.preemptions_at_start = request.preemptions
         self.copied = 0
         self.suspended = False
-        request.migration = record
+        request.moving(record)
 
     def trouble(self) -> Optional[str]:
         """Why the migration cannot go on, if it cannot."""
@@ -249,7 +249,7 @@ class _Handshake:
         source.release_suspended(request)
         self.wake(source)  # the freed blocks may admit its queue
         record.committed_at = self.env.now
-        request.migrations += 1
+        request.moved()
         if not rebuild:
             destination.ledger.commit(self.key, request)
             record.downtime = self.env.now - record.suspended_at
@@ -271,8 +271,7 @@ class _Handshake:
             return
         self.destination.ledger.cancel(self.key)
         self.wake(self.destination)  # the released reservation may admit its queue
-        if request.migration is record:
-            request.migration = None
+        request.settled(record)
         if source.status.failed:
             return
         if self.suspended and request.state is RequestState.SUSPENDED:
