@@ -8,6 +8,9 @@ import pytest
 
 from sim.config import ConfigError, config_hash, load_config, to_dict
 from sim.engine import Simulation
+from sim.instance.batching import BatchFormer
+from sim.instance.blocks import BlockLedger
+from sim.instance.parts import BATCH_FORMERS, LEDGERS
 from sim.metrics.cost import cost_summary
 from tests.doubles import LinearTimer, make_config, make_workload
 from tests.sweep_support import REPO
@@ -57,6 +60,56 @@ def test_each_pool_builds_its_instances_from_its_own_model_and_limits():
     assert models["wide"].largest_prefill == 12000  # 12 prompts fit 12,800 tokens
     assert models["narrow"].largest_prefill == 4000  # 4 fit 4,096
     assert result.instance_pools == {i: "wide" if i < 8 else "narrow" for i in range(16)}
+
+
+@BATCH_FORMERS.register("counting")
+class CountingFormer(BatchFormer):
+    """A toy batch former: vLLM's, counting the iterations it completes."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.completed = 0
+
+    def complete(self, batch) -> None:
+        super().complete(batch)
+        self.completed += 1
+
+
+@LEDGERS.register("half")
+class HalfLedger(BlockLedger):
+    """A toy ledger that lends its instance half the blocks memory planning gave it."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity // 2)
+
+
+def test_a_pool_builds_its_llumlets_from_the_parts_it_names():
+    # the toy parts above are all there is: nothing in sim/ knows them
+    config = make_config(
+        pools=[
+            {"name": "counted", "instances": 2, "batch_former": "counting"},
+            {"name": "halved", "instances": 2, "batch_former": "counting", "ledger": "half"},
+        ],
+        scheduler={"name": "round-robin"},
+    )
+    workload = make_workload([0.1 * i for i in range(40)], [200] * 40, [30] * 40)
+    simulation = Simulation(config, workload=workload, load_pool_model=lambda pool, key: LinearTimer(capacity_blocks=400))
+    llumlets = [simulation.llumlet(i) for i in range(4)]
+    assert all(type(llumlet.batches) is CountingFormer for llumlet in llumlets)
+    assert [type(llumlet.ledger) for llumlet in llumlets] == [BlockLedger, BlockLedger, HalfLedger, HalfLedger]
+    assert [llumlet.ledger.capacity for llumlet in llumlets] == [400, 400, 200, 200]
+    result = simulation.run()
+    assert all(r.state == "finished" for r in result.requests) and result.leaked_blocks == 0
+    assert sum(llumlet.batches.completed for llumlet in llumlets) == result.batches
+    assert all(llumlet.reporter.report().capacity_blocks == llumlet.ledger.capacity for llumlet in llumlets)
+
+
+@pytest.mark.parametrize("key, name", [("batch_former", "prefill-only"), ("ledger", "shared")])
+def test_a_part_no_one_registered_is_refused_naming_the_pools_key_and_the_known_ones(key, name):
+    config = make_config(pools=[{"name": "a", "instances": 1}, {"name": "b", "instances": 1, key: name}])
+    known = "counting, vllm" if key == "batch_former" else "half, paged"
+    with pytest.raises(ConfigError, match=rf"pools\[1\]\.{key}: unknown .* '{name}' \(known: {known}\)"):
+        Simulation(config, workload=make_workload([0.0], [16], [2]), load_pool_model=lambda pool, key: LinearTimer())
 
 
 def test_a_restarted_instance_comes_back_in_its_own_pool():

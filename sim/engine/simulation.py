@@ -197,6 +197,8 @@ class Simulation:
             headroom_blocks=pool.headroom,
             priority=self.scheduler.local_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
+            batch_former=pool.batch_former,
+            ledger=pool.ledger,
         )
         started = self.env.now if billed_from is None else billed_from
         runtime = InstanceRuntime(llumlet=llumlet, pool=pool, started_at=started)

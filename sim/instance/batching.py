@@ -30,6 +30,8 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Callable, Collection, Optional
 
+from mypy_extensions import mypyc_attr
+
 from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
@@ -41,6 +43,7 @@ from sim.instance.waiting import WaitingQueue
 arrival_order: Callable[[Request], tuple[float, int]] = attrgetter("order")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BatchFormer:
     """Forms each iteration of one instance and applies its effects when it ends."""
 

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import Collection, Hashable, Iterable
 
+from mypy_extensions import mypyc_attr
+
 from sim.instance.errors import BlockLeakError
 from sim.instance.request import Request
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BlockLedger:
     __slots__ = ("capacity", "allocated", "reserved", "reservations", "_tables", "_free", "_refs")
 

@@ -40,13 +40,17 @@ class Llumlet:
         headroom_blocks: Sequence[float] = (),
         priority: bool = False,
         colocated_slowdown: float = 0.0,
+        batch_former: type[BatchFormer] = BatchFormer,
+        ledger: type[BlockLedger] = BlockLedger,
     ) -> None:
+        """``batch_former`` and ``ledger``: the classes of those parts (the pool's choice,
+        ``sim.instance.parts``)."""
         self.id = instance_id
         self.limits = limits
         self.status = InstanceStatus()
-        self.ledger = BlockLedger(limits.capacity_blocks)
+        self.ledger = ledger(limits.capacity_blocks)
         self.waiting = WaitingQueue(limits.tiers if priority else 1, limits.tiers, limits.block_size)
-        self.batches = BatchFormer(
+        self.batches = batch_former(
             instance_id, limits, timer, clock, self.waiting, self.ledger, on_done, priority, colocated_slowdown
         )
         self.endpoint = MigrationEndpoint(
