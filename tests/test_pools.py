@@ -6,10 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from sim.cluster import SCALE_OUT_POOLS
 from sim.config import ConfigError, config_hash, load_config, to_dict
 from sim.engine import Simulation
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
+from sim.instance.load import LoadReport
 from sim.instance.parts import BATCH_FORMERS, LEDGERS
 from sim.metrics.cost import cost_summary
 from tests.doubles import LinearTimer, make_config, make_workload
@@ -119,13 +121,43 @@ def test_a_restarted_instance_comes_back_in_its_own_pool():
     assert simulation.pool_of(16) == "narrow" and simulation.llumlet(16).limits.max_batched_tokens == 4096
 
 
-def test_scale_out_adds_instances_of_the_first_pool():
-    config = two_pools("infaas++", autoscale={"enabled": True, "first_check": 1.0, "interval": 1.0, "max_instances": 20})
+def scaled_out_pools(pool: str | None) -> list[str]:
+    """The pools of the instances a scale-out added under a load on both pools."""
+    autoscale = {"enabled": True, "first_check": 1.0, "interval": 1.0, "max_instances": 20}
+    if pool is not None:
+        autoscale["pool"] = pool
+    config = two_pools("infaas++", autoscale=autoscale)
     workload = make_workload([0.0] * 400, [2000] * 400, [400] * 400)
     simulation = Simulation(config, workload=workload, replica_model=LinearTimer(capacity_blocks=300))
     simulation.run_until(30.0)
-    added = sorted(set(simulation.instances) - set(range(16)))
-    assert added and all(simulation.pool_of(i) == "wide" for i in added)
+    return [simulation.pool_of(i) for i in sorted(set(simulation.instances) - set(range(16)))]
+
+
+def test_scale_out_adds_instances_of_the_first_pool_by_default():
+    added = scaled_out_pools(None)
+    assert added and set(added) == {"wide"}
+
+
+def test_least_free_picks_the_pool_whose_serving_instances_are_least_free_on_average():
+    def report(instance_id, used, draining=False):
+        return LoadReport(instance_id, 1000, used, 0, 4, 0, 0, 0, draining=draining)
+
+    pool_of = {0: "wide", 1: "wide", 2: "narrow", 3: "narrow", 4: "spare"}.__getitem__
+    pools = ["wide", "narrow", "spare"]
+    rule = SCALE_OUT_POOLS.get("least-free")()
+    # wide averages 500 used blocks, narrow 700 (a draining instance full at 1000 does not count)
+    reports = {0: report(0, 400), 1: report(1, 600), 2: report(2, 700), 3: report(3, 1000, draining=True)}
+    assert rule.choose(reports, pool_of, pools) == "narrow"
+    reports[2] = report(2, 300)
+    assert rule.choose(reports, pool_of, pools) == "wide"
+    assert rule.choose({}, pool_of, pools) == "wide"  # no report: the pool listed first
+    assert SCALE_OUT_POOLS.get("first")().choose(reports, pool_of, pools) == "wide"
+
+
+def test_scale_out_adds_to_the_pool_the_config_names():
+    assert set(scaled_out_pools("narrow")) == {"narrow"}  # a pool by its name
+    with pytest.raises(ConfigError, match=r"autoscale\.pool: 'tiny' is neither a scale-out pool rule \(first, least-free\) nor a pool \(wide, narrow\)"):
+        scaled_out_pools("tiny")
 
 
 def test_cost_bills_each_instance_at_its_own_pools_gpus():

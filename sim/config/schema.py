@@ -294,6 +294,9 @@ class AutoscaleConfig:
     min_instances: int = 1  # fewest instances scale-in leaves
     max_instances: int = 16  # most instances scale-out adds up to
     queue_aware: bool = False  # scale on freeness that counts queued demand (Llumnix's code)
+    # the pool a scale-out adds to: first (the pool listed first), least-free (the pool whose
+    # serving instances are least free), or a pool's name (sim.cluster.scaling.SCALE_OUT_POOLS)
+    pool: str = field(default="first", metadata={OMIT_WHEN_DEFAULT: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "low": FREENESS,

@@ -32,7 +32,6 @@ class Simulation(Protocol):
     env: simpy.Environment
     workload: "Workload"
     pools: dict[str, InstancePool]
-    scale_pool: str
     instances: dict[int, InstanceRuntime]
     live: dict[int, InstanceRuntime]
     steps: StepLog
@@ -109,7 +108,7 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         instance_pools={i: runtime.pool.name for i, runtime in run.instances.items()},
         end_time=end,
         wall_seconds=wall_seconds,
-        capacity_blocks=run.pools[run.scale_pool].limits.capacity_blocks,
+        capacity_blocks=next(iter(run.pools.values())).limits.capacity_blocks,  # the first pool's
         workload_description=run.workload.description,
         urgency=run.workload.urgency,
         interrupted=interrupted,

@@ -41,6 +41,7 @@ def check_names(config: SimulationConfig) -> NamedRules:
     """Every rule the config names exists (cheap: before the workload and replica model are
     built); returns them."""
     from sim.cluster import PRIORITY_MODES, SCALING_RULES, resolve
+    from sim.cluster.scaling import scale_out_pool
     from sim.cluster.dispatch import DISPATCH_RULES
     from sim.cluster.global_scheduler import NO_PAIRING
     from sim.cluster.ordering import ARRIVAL_ORDERINGS
@@ -62,6 +63,8 @@ def check_names(config: SimulationConfig) -> NamedRules:
         )
     if settings.pairing != NO_PAIRING:
         _check_one_model(config)
+    if config.autoscale.enabled:
+        scale_out_pool(config.autoscale.pool, [pool.name for pool in config.instance_pools()])
     return NamedRules(
         settings,
         SCALING_RULES.get(config.autoscale.rule),

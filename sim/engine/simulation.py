@@ -23,6 +23,7 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.cluster.scaling import scale_out_pool
 from sim.cluster.slo_predictor import InstanceModel
 from sim.config import PoolConfig, SimulationConfig
 from sim.config.schema import AdaptiveHeadroomConfig
@@ -103,7 +104,6 @@ class Simulation:
         first = next(iter(self.pools.values()))
         # pools of other limits: a request goes only where some instance can ever prefill it
         self._limits_differ = len({pool.limits for pool in self.pools.values()}) > 1
-        self.scale_pool = first.name  # scale-out adds instances of the first pool
         self.block_size = first.limits.block_size  # every pool's (the config checks it)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
@@ -154,6 +154,7 @@ class Simulation:
                 rules.scaling(config.autoscale, self.scheduler.settings.load_control),
                 self,
                 config.autoscale.cold_start,
+                scale_out_pool(config.autoscale.pool, self.pool_names),
             )
             if config.autoscale.enabled
             else None
@@ -282,6 +283,10 @@ class Simulation:
 
     def pool_of(self, instance_id: int) -> str:
         return self.instances[instance_id].pool.name
+
+    @property
+    def pool_names(self) -> list[str]:
+        return list(self.pools)
 
     # ------------------------------------------------------------------ inspection (tests)
     def llumlet(self, instance_id: int) -> Llumlet:
