@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
+import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.errors import BlockLeakError
+from sim.instance.kv_transfer import KvTransfer
 from sim.instance.limits import LlumletLimits
 from sim.instance.load import LoadReport
 from sim.instance.reporting import LoadReporter
@@ -153,8 +155,8 @@ def test_the_field_check_finds_a_write_it_should(tmp_path):
     assert sorted(found) == [("ledger", "allocated", 3), ("request", "generated", 2)]  # not a read in an index
 
 
-def make_parts(capacity=100, tiers=1, headroom=()):
-    limits = LlumletLimits(capacity_blocks=capacity, tiers=tiers)
+def make_parts(capacity=100, tiers=1, headroom=(), watermark=0):
+    limits = LlumletLimits(capacity_blocks=capacity, tiers=tiers, watermark_blocks=watermark)
     status, ledger = InstanceStatus(), BlockLedger(capacity)
     waiting = WaitingQueue(1, tiers, limits.block_size)
     done: list[Request] = []
@@ -269,3 +271,33 @@ def test_a_report_carries_each_count_under_its_own_name():
     counts = [value for value in expected.values() if type(value) is int]
     assert len(set(counts)) == len(counts), expected  # a swap of any two counts shows
     assert report._asdict() == expected
+
+
+class Link:
+    """A link that takes 10 ms plus 1 ms per block."""
+
+    stage_latency = 0.01
+
+    def stage_time(self, blocks: int) -> float:
+        return self.stage_latency + 0.001 * blocks
+
+
+def test_a_kv_transfer_reserves_copies_over_the_link_and_commits_or_cancels():
+    env = simpy.Environment()
+    _, _, _, source, _ = make_parts(capacity=100)
+    _, _, destination_batches, destination, _ = make_parts(capacity=30, watermark=3)
+    transfer = KvTransfer(env, source, destination, ("handoff", 7), Link())
+    request = Request(7, 0.0, 320, 10)
+    assert not transfer.reserve(28) and destination.ledger.reserved == 0  # it would cut into the watermark
+    assert transfer.reserve(20) and destination.ledger.reserved == 20
+    slowed = []
+    env.process(transfer.copy(20))
+    env.run(until=0.005)
+    slowed.append((source.batches.copying, destination_batches.copying))  # both ends copy meanwhile
+    env.run()
+    assert env.now == pytest.approx(0.03) and slowed == [(1, 1)] and destination_batches.copying == 0
+    transfer.accept(20)
+    transfer.commit(request)
+    assert transfer.copied == 20 and destination.ledger.held(request) == 20 and destination.ledger.reserved == 0
+    again = KvTransfer(env, source, destination, ("handoff", 8), Link())
+    assert again.reserve(5) and again.cancel() == 5 and destination.ledger.free == 10

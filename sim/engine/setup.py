@@ -16,7 +16,7 @@ from sim.config.schema import AdaptiveHeadroomConfig
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
-from sim.instance.migration import TransferModel
+from sim.instance.kv_transfer import TransferModel
 from sim.instance.parts import BATCH_FORMERS, LEDGERS
 from sim.instance.virtual_usage import tier_headroom_blocks
 

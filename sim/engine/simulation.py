@@ -49,7 +49,8 @@ from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
-from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
+from sim.instance.kv_transfer import TransferModel
+from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings
 from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
