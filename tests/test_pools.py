@@ -41,7 +41,7 @@ def two_pools(scheduler="round-robin", **extra):
     )
 
 
-def test_each_pool_builds_its_instances_from_its_own_model_and_limits():
+def test_each_pool_builds_its_instances_from_its_own_model_and_limits_and_the_view_groups_them():
     models: dict[str, RecordingTimer] = {}
 
     def load(pool, key):
@@ -57,6 +57,11 @@ def test_each_pool_builds_its_instances_from_its_own_model_and_limits():
         assert simulation.pool_of(instance_id) == pool
         assert llumlet.limits.max_batched_tokens == (12800 if pool == "wide" else 4096)
         assert llumlet.batches.timer is models[pool]
+    assert simulation.scheduler.view.pools() == {"wide": list(range(8)), "narrow": list(range(8, 16))}
+    simulation.drain(3)  # a draining instance takes no dispatches: out of its pool's group
+    assert simulation.scheduler.view.pools()["wide"] == [0, 1, 2, 4, 5, 6, 7]
+    simulation.undrain(3)
+    assert simulation.scheduler.view.pools()["wide"] == list(range(8))
     result = simulation.run()
     assert all(r.state == "finished" for r in result.requests)
     assert models["wide"].largest_prefill == 12000  # 12 prompts fit 12,800 tokens

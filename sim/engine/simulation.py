@@ -208,7 +208,7 @@ class Simulation:
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
         self.scheduler.add_instance(
-            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits)
+            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits), pool.name
         )
         return instance_id
 
@@ -221,7 +221,7 @@ class Simulation:
         llumlet = self.instances[instance_id].llumlet
         llumlet.status.draining = False
         self.draining.discard(instance_id)
-        self.scheduler.add_instance(instance_id, llumlet.reporter.report())
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report(), pool=self.pool_of(instance_id))
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
