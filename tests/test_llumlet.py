@@ -46,14 +46,14 @@ def test_blocks_persist_and_grow_one_per_block_size_tokens():
     llumlet.enqueue(request)
     batch = llumlet.batches.next_batch()
     assert batch.is_prefill and batch.prefill_tokens == [16]
-    assert request.blocks == 1  # the prompt's 16 tokens
+    assert llumlet.ledger.held(request) == 1  # the prompt's 16 tokens
     llumlet.batches.complete(batch)
     assert request.generated == 1 and request.first_token_time == 0.0  # the clock stood still
     while not request.done:
         batch = llumlet.batches.next_batch()
         # before every decode step the request holds blocks for prompt + generated tokens
         seq_len = request.prompt_tokens + llumlet.batches.progress(request)
-        assert request.blocks == math.ceil(seq_len / 16)
+        assert llumlet.ledger.held(request) == math.ceil(seq_len / 16)
         llumlet.batches.complete(batch)
         llumlet.check()
     assert request.state is RequestState.FINISHED and request.generated == 40

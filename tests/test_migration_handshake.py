@@ -82,8 +82,10 @@ def test_commit_frees_the_source_and_the_destination_holds_exactly_the_request_b
         simulation.run_until(simulation.now + 0.001)
     request, other = simulation.request(0), simulation.request(1)
     assert source.ledger.allocated == 0
-    assert destination.ledger.allocated == request.blocks + other.blocks
-    assert request.blocks >= -(-(request.seq_len - 1) // 16)  # all its KV came across
+    held = destination.ledger.held(request)
+    assert destination.ledger.allocated == held + destination.ledger.held(other)
+    assert held >= -(-(request.seq_len - 1) // 16)  # all its KV came across
+    assert source.ledger.held(request) == 0  # the source's table is gone, not shared
     result = simulation.run()
     assert record.outcome == "committed" and record.stages == 2
     request = result.requests[0]
@@ -105,7 +107,7 @@ def test_last_stage_refused_resumes_the_request_at_the_source():
     # another reservation leaves the destination room for stage 0 (completed blocks) only,
     # above the watermark a destination keeps free
     other = ("someone else",)
-    room = request.blocks - 1 + destination.limits.watermark_blocks
+    room = simulation.llumlet(0).ledger.held(request) - 1 + destination.limits.watermark_blocks
     destination.ledger.reserve(other, destination.ledger.free - room)
     record = simulation.migrate(0, 0, 1)
     simulation.at(6.0, lambda: destination.ledger.cancel(other))

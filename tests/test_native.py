@@ -119,7 +119,7 @@ PICKLE_CHECK = """
 import copy, pickle
 from sim.instance.request import FIELDS, Request
 request = Request(3, 1.5, 100, 50, tier=2)
-request.generated, request.blocks, request.epoch, request.instances = 7, 9, 4, [5, 1]
+request.generated, request.epoch, request.instances = 7, 4, [5, 1]
 for twin in (pickle.loads(pickle.dumps(request)), copy.deepcopy(request)):
     assert [getattr(twin, f) for f in FIELDS] == [getattr(request, f) for f in FIELDS]
 print("pickles")

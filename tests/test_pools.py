@@ -6,8 +6,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from sim.cluster import SCALE_OUT_POOLS
 from sim.config import ConfigError, config_hash, load_config, to_dict
 from sim.engine import Simulation
+from sim.instance.batching import BatchFormer
+from sim.instance.blocks import BlockLedger
+from sim.instance.load import LoadReport
+from sim.instance.parts import BATCH_FORMERS, LEDGERS
 from sim.metrics.cost import cost_summary
 from tests.doubles import LinearTimer, make_config, make_workload
 from tests.sweep_support import REPO
@@ -36,7 +41,7 @@ def two_pools(scheduler="round-robin", **extra):
     )
 
 
-def test_each_pool_builds_its_instances_from_its_own_model_and_limits():
+def test_each_pool_builds_its_instances_from_its_own_model_and_limits_and_the_view_groups_them():
     models: dict[str, RecordingTimer] = {}
 
     def load(pool, key):
@@ -52,11 +57,66 @@ def test_each_pool_builds_its_instances_from_its_own_model_and_limits():
         assert simulation.pool_of(instance_id) == pool
         assert llumlet.limits.max_batched_tokens == (12800 if pool == "wide" else 4096)
         assert llumlet.batches.timer is models[pool]
+    assert simulation.scheduler.view.pools() == {"wide": list(range(8)), "narrow": list(range(8, 16))}
+    simulation.drain(3)  # a draining instance takes no dispatches: out of its pool's group
+    assert simulation.scheduler.view.pools()["wide"] == [0, 1, 2, 4, 5, 6, 7]
+    simulation.undrain(3)
+    assert simulation.scheduler.view.pools()["wide"] == list(range(8))
     result = simulation.run()
     assert all(r.state == "finished" for r in result.requests)
     assert models["wide"].largest_prefill == 12000  # 12 prompts fit 12,800 tokens
     assert models["narrow"].largest_prefill == 4000  # 4 fit 4,096
     assert result.instance_pools == {i: "wide" if i < 8 else "narrow" for i in range(16)}
+
+
+@BATCH_FORMERS.register("counting")
+class CountingFormer(BatchFormer):
+    """A toy batch former: vLLM's, counting the iterations it completes."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.completed = 0
+
+    def complete(self, batch) -> None:
+        super().complete(batch)
+        self.completed += 1
+
+
+@LEDGERS.register("half")
+class HalfLedger(BlockLedger):
+    """A toy ledger that lends its instance half the blocks memory planning gave it."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity // 2)
+
+
+def test_a_pool_builds_its_llumlets_from_the_parts_it_names():
+    # the toy parts above are all there is: nothing in sim/ knows them
+    config = make_config(
+        pools=[
+            {"name": "counted", "instances": 2, "batch_former": "counting"},
+            {"name": "halved", "instances": 2, "batch_former": "counting", "ledger": "half"},
+        ],
+        scheduler={"name": "round-robin"},
+    )
+    workload = make_workload([0.1 * i for i in range(40)], [200] * 40, [30] * 40)
+    simulation = Simulation(config, workload=workload, load_pool_model=lambda pool, key: LinearTimer(capacity_blocks=400))
+    llumlets = [simulation.llumlet(i) for i in range(4)]
+    assert all(type(llumlet.batches) is CountingFormer for llumlet in llumlets)
+    assert [type(llumlet.ledger) for llumlet in llumlets] == [BlockLedger, BlockLedger, HalfLedger, HalfLedger]
+    assert [llumlet.ledger.capacity for llumlet in llumlets] == [400, 400, 200, 200]
+    result = simulation.run()
+    assert all(r.state == "finished" for r in result.requests) and result.leaked_blocks == 0
+    assert sum(llumlet.batches.completed for llumlet in llumlets) == result.batches
+    assert all(llumlet.reporter.report().capacity_blocks == llumlet.ledger.capacity for llumlet in llumlets)
+
+
+@pytest.mark.parametrize("key, name", [("batch_former", "prefill-only"), ("ledger", "shared")])
+def test_a_part_no_one_registered_is_refused_naming_the_pools_key_and_the_known_ones(key, name):
+    config = make_config(pools=[{"name": "a", "instances": 1}, {"name": "b", "instances": 1, key: name}])
+    known = "counting, vllm" if key == "batch_former" else "half, paged"
+    with pytest.raises(ConfigError, match=rf"pools\[1\]\.{key}: unknown .* '{name}' \(known: {known}\)"):
+        Simulation(config, workload=make_workload([0.0], [16], [2]), load_pool_model=lambda pool, key: LinearTimer())
 
 
 def test_a_restarted_instance_comes_back_in_its_own_pool():
@@ -66,13 +126,43 @@ def test_a_restarted_instance_comes_back_in_its_own_pool():
     assert simulation.pool_of(16) == "narrow" and simulation.llumlet(16).limits.max_batched_tokens == 4096
 
 
-def test_scale_out_adds_instances_of_the_first_pool():
-    config = two_pools("infaas++", autoscale={"enabled": True, "first_check": 1.0, "interval": 1.0, "max_instances": 20})
+def scaled_out_pools(pool: str | None) -> list[str]:
+    """The pools of the instances a scale-out added under a load on both pools."""
+    autoscale = {"enabled": True, "first_check": 1.0, "interval": 1.0, "max_instances": 20}
+    if pool is not None:
+        autoscale["pool"] = pool
+    config = two_pools("infaas++", autoscale=autoscale)
     workload = make_workload([0.0] * 400, [2000] * 400, [400] * 400)
     simulation = Simulation(config, workload=workload, replica_model=LinearTimer(capacity_blocks=300))
     simulation.run_until(30.0)
-    added = sorted(set(simulation.instances) - set(range(16)))
-    assert added and all(simulation.pool_of(i) == "wide" for i in added)
+    return [simulation.pool_of(i) for i in sorted(set(simulation.instances) - set(range(16)))]
+
+
+def test_scale_out_adds_instances_of_the_first_pool_by_default():
+    added = scaled_out_pools(None)
+    assert added and set(added) == {"wide"}
+
+
+def test_least_free_picks_the_pool_whose_serving_instances_are_least_free_on_average():
+    def report(instance_id, used, draining=False):
+        return LoadReport(instance_id, 1000, used, 0, 4, 0, 0, 0, draining=draining)
+
+    pool_of = {0: "wide", 1: "wide", 2: "narrow", 3: "narrow", 4: "spare"}.__getitem__
+    pools = ["wide", "narrow", "spare"]
+    rule = SCALE_OUT_POOLS.get("least-free")()
+    # wide averages 500 used blocks, narrow 700 (a draining instance full at 1000 does not count)
+    reports = {0: report(0, 400), 1: report(1, 600), 2: report(2, 700), 3: report(3, 1000, draining=True)}
+    assert rule.choose(reports, pool_of, pools) == "narrow"
+    reports[2] = report(2, 300)
+    assert rule.choose(reports, pool_of, pools) == "wide"
+    assert rule.choose({}, pool_of, pools) == "wide"  # no report: the pool listed first
+    assert SCALE_OUT_POOLS.get("first")().choose(reports, pool_of, pools) == "wide"
+
+
+def test_scale_out_adds_to_the_pool_the_config_names():
+    assert set(scaled_out_pools("narrow")) == {"narrow"}  # a pool by its name
+    with pytest.raises(ConfigError, match=r"autoscale\.pool: 'tiny' is neither a scale-out pool rule \(first, least-free\) nor a pool \(wide, narrow\)"):
+        scaled_out_pools("tiny")
 
 
 def test_cost_bills_each_instance_at_its_own_pools_gpus():

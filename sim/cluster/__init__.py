@@ -13,7 +13,7 @@ from sim.cluster.global_scheduler import PRESETS, GlobalScheduler, resolve
 from sim.cluster.ordering import ARRIVAL_ORDERINGS
 from sim.cluster.pairing import PAIRING_RULES, PairingRule
 from sim.cluster.priority import PRIORITY_MODES, PriorityMode
-from sim.cluster.scaling import SCALING_RULES, ScalingDecision, ScalingRule
+from sim.cluster.scaling import SCALE_OUT_POOLS, SCALING_RULES, ScaleOutPool, ScalingDecision, ScalingRule
 
 __all__ = [
     "ARRIVAL_ORDERINGS",
@@ -21,7 +21,9 @@ __all__ = [
     "PAIRING_RULES",
     "PRIORITY_MODES",
     "PRESETS",
+    "SCALE_OUT_POOLS",
     "SCALING_RULES",
+    "ScaleOutPool",
     "DispatchInfo",
     "DispatchRule",
     "FixedPlacement",

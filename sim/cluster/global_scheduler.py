@@ -145,11 +145,16 @@ class GlobalScheduler:
 
     # ------------------------------------------------------------------ instance set
     def add_instance(
-        self, instance_id: int, report: Optional[LoadReport], model: Optional[InstanceModel] = None
+        self,
+        instance_id: int,
+        report: Optional[LoadReport],
+        model: Optional[InstanceModel] = None,
+        pool: str = "cluster",
     ) -> None:
-        """The instance accepts dispatches; ``report`` is its first load report, if any, and
-        ``model`` its pool's replica model and limits (what SLO prediction times)."""
-        self.view.add(instance_id, model)
+        """The instance accepts dispatches; ``report`` is its first load report, if any,
+        ``model`` its pool's replica model and limits (what SLO prediction times) and
+        ``pool`` that pool's name."""
+        self.view.add(instance_id, model, pool)
         self.dispatch_rule.added(self.view, instance_id)
         if report is not None:
             self.observe({instance_id: report})

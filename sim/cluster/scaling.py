@@ -8,9 +8,9 @@ overwhelming load, is a migration source until it is empty; then it is removed).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Iterable, Mapping, NamedTuple, Optional
+from typing import Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
 
-from sim.config import AutoscaleConfig
+from sim.config import AutoscaleConfig, ConfigError
 from sim.config.registry import Registry
 from sim.instance.load import (
     LoadReport,
@@ -52,6 +52,69 @@ SCALING_RULES: Registry[type[ScalingRule]] = Registry("scaling", "autoscale.rule
 
 def serving(reports: Mapping[int, LoadReport]) -> dict[int, LoadReport]:
     return {i: r for i, r in reports.items() if not r.draining}
+
+
+class ScaleOutPool(ABC):
+    """Which pool a scale-out adds an instance of (``autoscale.pool``), decided with the
+    scale-out from the live instances' latest reports."""
+
+    @abstractmethod
+    def choose(
+        self, reports: Mapping[int, LoadReport], pool_of: Callable[[int], str], pools: Sequence[str]
+    ) -> str:
+        """One of ``pools`` (in config order); ``pool_of`` names an instance's pool."""
+
+
+SCALE_OUT_POOLS: Registry[type[ScaleOutPool]] = Registry("scale-out pool", "autoscale.pool")
+
+
+@SCALE_OUT_POOLS.register("first")
+class FirstPool(ScaleOutPool):
+    """The pool listed first (a run's one pool): the scale-out the artifact knows."""
+
+    def choose(self, reports, pool_of, pools) -> str:
+        return pools[0]
+
+
+@SCALE_OUT_POOLS.register("least-free")
+class LeastFreePool(ScaleOutPool):
+    """The pool whose serving instances are least free on average (F_normal, the signal
+    the scaling rules read): where the load a scale-out answers is. A pool with no serving
+    instance comes last (no report says it is loaded); ties go to the pool listed first."""
+
+    def choose(self, reports, pool_of, pools) -> str:
+        by_pool: dict[str, list[float]] = {}
+        for instance_id, report in serving(reports).items():
+            by_pool.setdefault(pool_of(instance_id), []).append(freeness_normal(report))
+
+        def rank(pool: str) -> tuple[bool, float, int]:
+            free = by_pool.get(pool)
+            return free is None, sum(free) / len(free) if free else 0.0, pools.index(pool)
+
+        return min(pools, key=rank)
+
+
+class OnePool(ScaleOutPool):
+    """Always the pool ``autoscale.pool`` names."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def choose(self, reports, pool_of, pools) -> str:
+        return self.name
+
+
+def scale_out_pool(name: str, pools: Sequence[str]) -> ScaleOutPool:
+    """The choice ``autoscale.pool`` names: a registered rule, or a pool's name (that pool
+    always; a rule's name wins over a pool of the same name)."""
+    if name in SCALE_OUT_POOLS.names():
+        return SCALE_OUT_POOLS.get(name)()
+    if name in pools:
+        return OnePool(name)
+    raise ConfigError(
+        f"autoscale.pool: {name!r} is neither a scale-out pool rule ({', '.join(SCALE_OUT_POOLS.names())}) "
+        f"nor a pool ({', '.join(pools)})"
+    )
 
 
 @SCALING_RULES.register("sustained-band")

@@ -13,18 +13,21 @@ class ClusterView:
     """The latest report of every reporting instance (draining ones too: they are migration
     sources), the instances that accept dispatches, and the demand dispatched to each since
     its last report (so a burst between two reports does not all land on one instance); and
-    what is static: each instance's replica model and limits, and each tier's SLO targets."""
+    what is static: each instance's pool, replica model and limits, and each tier's SLO
+    targets. Rules that treat pools apart read ``pools()``."""
 
     def __init__(self, slo_targets: Sequence[SloTargetConfig] = ()) -> None:
         self.instances: list[int] = []  # accept dispatches, in id order
         self.reports: dict[int, LoadReport] = {}
         self.pending: dict[int, int] = {}  # blocks dispatched since the instance's last report
         self.models: dict[int, InstanceModel] = {}  # where the engine said (SLO prediction)
+        self.pool_of: dict[int, str] = {}  # every instance ever added -> its pool's name
         self.slo_targets = tuple(slo_targets)  # per tier, empty without SLOs
 
-    def add(self, instance_id: int, model: Optional[InstanceModel] = None) -> None:
+    def add(self, instance_id: int, model: Optional[InstanceModel] = None, pool: str = "cluster") -> None:
         if model is not None:
             self.models[instance_id] = model
+        self.pool_of[instance_id] = pool
         if instance_id not in self.instances:
             self.instances.append(instance_id)
             self.instances.sort()
@@ -36,6 +39,14 @@ class ClusterView:
             self.instances.remove(instance_id)
         self.pending.pop(instance_id, None)
         self.reports.pop(instance_id, None)
+
+    def pools(self) -> dict[str, list[int]]:
+        """The instances that accept dispatches, by pool (pools in the order first seen,
+        instances in id order)."""
+        grouped: dict[str, list[int]] = {}
+        for instance_id in self.instances:
+            grouped.setdefault(self.pool_of[instance_id], []).append(instance_id)
+        return grouped
 
     def observe(self, reports: Mapping[int, LoadReport]) -> None:
         for report in reports.values():

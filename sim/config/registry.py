@@ -16,8 +16,8 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Rules of one kind (dispatch, pairing, ...) by name."""
 
-    def __init__(self, kind: str, key: str) -> None:
-        self.kind = kind
+    def __init__(self, kind: str, key: str, noun: str = "rule") -> None:
+        self.kind = f"{kind} {noun}"  # "dispatch rule", "batch former part"
         self.key = key  # the config key that names a rule of this kind
         self._entries: dict[str, T] = {}
 
@@ -26,7 +26,7 @@ class Registry(Generic[T]):
 
         def add(entry: T) -> T:
             if name in self._entries:
-                raise ValueError(f"{self.kind} rule {name!r} is registered twice")
+                raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._entries[name] = entry
             return entry
 
@@ -35,9 +35,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
-    def get(self, name: str) -> T:
+    def get(self, name: str, key: str | None = None) -> T:
+        """The entry ``name``; unknown, a ConfigError naming ``key`` (default: the registry's)."""
         try:
             return self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries))
-            raise ConfigError(f"{self.key}: unknown {self.kind} rule {name!r} (known: {known})") from None
+            raise ConfigError(f"{key or self.key}: unknown {self.kind} {name!r} (known: {known})") from None

@@ -81,6 +81,10 @@ class ClusterConfig:
     # time ×0.9/×1.1 and KV ±5%)
     prefill_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
     kv_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
+    # the llumlet's replaceable parts, by registered name (sim.instance.parts): the batch
+    # former (vllm: vLLM 0.1.2's continuous batching) and the block ledger (paged: its blocks)
+    batch_former: str = field(default="vllm", metadata={OMIT_WHEN_DEFAULT: True})
+    ledger: str = field(default="paged", metadata={OMIT_WHEN_DEFAULT: True})
 
     # batch limits above what the replica model is profiled for are refused by the engine
     # (sim.engine.setup.check_profiled_limits), before the model is built
@@ -290,6 +294,9 @@ class AutoscaleConfig:
     min_instances: int = 1  # fewest instances scale-in leaves
     max_instances: int = 16  # most instances scale-out adds up to
     queue_aware: bool = False  # scale on freeness that counts queued demand (Llumnix's code)
+    # the pool a scale-out adds to: first (the pool listed first), least-free (the pool whose
+    # serving instances are least free), or a pool's name (sim.cluster.scaling.SCALE_OUT_POOLS)
+    pool: str = field(default="first", metadata={OMIT_WHEN_DEFAULT: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "low": FREENESS,

@@ -16,8 +16,8 @@ class ClusterActions(Protocol):
     def now(self) -> float: ...
 
     @property
-    def scale_pool(self) -> str:
-        """The pool scale-out adds instances of."""
+    def pool_names(self) -> list[str]:
+        """The pools instances come from, in config order."""
 
     def add_instance(self, pool_name: str, billed_from: Optional[float] = None) -> int:
         """Start an instance of a pool with zero load; it reports and takes dispatches at once."""

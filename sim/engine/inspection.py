@@ -2,16 +2,46 @@
 that a drained run left nothing behind, and, at the end, the ``SimulationResult``.
 
 Read-only functions of a ``Simulation``'s state, kept apart from the kernel that changes it.
+They read it through ``Simulation``'s shape (the protocol below), so that this module does
+not import the kernel that imports it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from sim.engine.result import SimulationResult
+import simpy
+
+from sim.config import SimulationConfig
+from sim.engine.faults import FaultInjector
+from sim.engine.instances import InstanceRuntime, StepLog
+from sim.engine.migrations import MigrationLauncher
+from sim.engine.result import LoadSample, SimulationResult
+from sim.engine.scaling import Scaler
+from sim.engine.setup import InstancePool
+from sim.instance.request import Request
 
 if TYPE_CHECKING:
-    from sim.engine.simulation import Simulation
+    from sim.workload.build import Workload
+
+
+class Simulation(Protocol):
+    """What of ``sim.engine.simulation.Simulation`` a run's inspection reads."""
+
+    config: SimulationConfig
+    env: simpy.Environment
+    workload: "Workload"
+    pools: dict[str, InstancePool]
+    instances: dict[int, InstanceRuntime]
+    live: dict[int, InstanceRuntime]
+    steps: StepLog
+    requests: list[Request]
+    load_samples: list[LoadSample]
+    migrations: MigrationLauncher
+    scaler: Optional[Scaler]  # None without auto-scaling
+    faults: FaultInjector
+    _done: bytearray  # one flag per workload request: ended
+    _done_count: int
 
 
 def progress(run: "Simulation") -> tuple[int, int, int, int]:
@@ -78,7 +108,7 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         instance_pools={i: runtime.pool.name for i, runtime in run.instances.items()},
         end_time=end,
         wall_seconds=wall_seconds,
-        capacity_blocks=run.pools[run.scale_pool].limits.capacity_blocks,
+        capacity_blocks=next(iter(run.pools.values())).limits.capacity_blocks,  # the first pool's
         workload_description=run.workload.description,
         urgency=run.workload.urgency,
         interrupted=interrupted,

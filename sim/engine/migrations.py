@@ -16,13 +16,8 @@ import simpy
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.llumlet import Llumlet
-from sim.instance.migration import (
-    MigrationOutcome,
-    MigrationRecord,
-    MigrationSettings,
-    TransferModel,
-    migrate,
-)
+from sim.instance.kv_transfer import TransferModel
+from sim.instance.migration import MigrationOutcome, MigrationRecord, MigrationSettings, migrate
 from sim.instance.request import Request
 
 

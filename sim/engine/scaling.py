@@ -11,7 +11,7 @@ from typing import Mapping
 
 import simpy
 
-from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScalingRule
+from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScaleOutPool, ScalingRule
 from sim.engine.actions import ClusterActions
 from sim.engine.result import ScalingEvent
 from sim.instance.load import LoadReport
@@ -19,10 +19,16 @@ from sim.instance.load import LoadReport
 
 class Scaler:
     def __init__(
-        self, env: simpy.Environment, rule: ScalingRule, actions: ClusterActions, cold_start: float
+        self,
+        env: simpy.Environment,
+        rule: ScalingRule,
+        actions: ClusterActions,
+        cold_start: float,
+        pool: ScaleOutPool,
     ) -> None:
         self.env = env
         self.rule = rule
+        self.pool = pool  # which pool a scale-out adds to
         self.actions = actions
         self.cold_start = cold_start
         self.starting = 0  # scale-outs still in their cold start
@@ -35,10 +41,11 @@ class Scaler:
         if decision is None:
             return
         if decision.action == SCALE_OUT:
+            pool = self.pool.choose(reports, self.actions.pool_of, self.actions.pool_names)
             for _ in range(decision.count):
                 self.starting += 1
                 self.log.append(ScalingEvent(now, SCALE_OUT, -1))
-                self.env.process(self._scale_out(now))
+                self.env.process(self._scale_out(now, pool))
             return
         if decision.action == CANCEL_DRAIN:
             self.actions.undrain(decision.instance)
@@ -51,9 +58,9 @@ class Scaler:
         for instance_id in instance_ids:
             self.log.append(ScalingEvent(self.env.now, "removed", instance_id))
 
-    def _scale_out(self, decided_at: float):
-        """A new instance serves after the cold start; it is paid for from the decision."""
+    def _scale_out(self, decided_at: float, pool: str):
+        """A new instance of ``pool`` serves after the cold start; it is paid for from the decision."""
         yield self.env.timeout(self.cold_start)
         self.starting -= 1
-        instance_id = self.actions.add_instance(self.actions.scale_pool, billed_from=decided_at)
+        instance_id = self.actions.add_instance(pool, billed_from=decided_at)
         self.log.append(ScalingEvent(self.env.now, "ready", instance_id))

@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 from sim.cluster.adaptive_headroom import HeadroomController
 from sim.config import ClusterConfig, ConfigError, PoolConfig, SchedulerConfig, SimulationConfig
 from sim.config.schema import AdaptiveHeadroomConfig
+from sim.instance.batching import BatchFormer
+from sim.instance.blocks import BlockLedger
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
-from sim.instance.migration import TransferModel
+from sim.instance.kv_transfer import TransferModel
+from sim.instance.parts import BATCH_FORMERS, LEDGERS
 from sim.instance.virtual_usage import tier_headroom_blocks
 
 if TYPE_CHECKING:
@@ -38,6 +41,7 @@ def check_names(config: SimulationConfig) -> NamedRules:
     """Every rule the config names exists (cheap: before the workload and replica model are
     built); returns them."""
     from sim.cluster import PRIORITY_MODES, SCALING_RULES, resolve
+    from sim.cluster.scaling import scale_out_pool
     from sim.cluster.dispatch import DISPATCH_RULES
     from sim.cluster.global_scheduler import NO_PAIRING
     from sim.cluster.ordering import ARRIVAL_ORDERINGS
@@ -59,6 +63,8 @@ def check_names(config: SimulationConfig) -> NamedRules:
         )
     if settings.pairing != NO_PAIRING:
         _check_one_model(config)
+    if config.autoscale.enabled:
+        scale_out_pool(config.autoscale.pool, [pool.name for pool in config.instance_pools()])
     return NamedRules(
         settings,
         SCALING_RULES.get(config.autoscale.rule),
@@ -216,7 +222,7 @@ def tier_headroom(config: SimulationConfig, limits: LlumletLimits) -> list[float
 @dataclass(frozen=True)
 class InstancePool:
     """What every instance of one pool is built from: its replica model, limits, tier
-    headroom and the transfer model of migrations out of it."""
+    headroom, the transfer model of migrations out of it, and its llumlet's parts."""
 
     name: str
     config: PoolConfig
@@ -224,6 +230,8 @@ class InstancePool:
     limits: LlumletLimits
     headroom: list[float]
     transfer: Optional[TransferModel]
+    batch_former: type[BatchFormer] = BatchFormer
+    ledger: type[BlockLedger] = BlockLedger
 
 
 def build_pools(
@@ -239,6 +247,8 @@ def build_pools(
     pools = {}
     for index, pool in enumerate(config.instance_pools()):
         key = pool_key(config, index)
+        former = BATCH_FORMERS.get(pool.batch_former, f"{key}.batch_former")  # before a model loads
+        ledger = LEDGERS.get(pool.ledger, f"{key}.ledger")
         model = load_pool_model(pool, key)
         limits = pool_limits(pool, model, tiers, key)
         if migrates and transfer is None:
@@ -246,7 +256,7 @@ def build_pools(
         else:
             pool_transfer = transfer
         headroom = tier_headroom(config, limits) if charges_headroom else []
-        pools[pool.name] = InstancePool(pool.name, pool, model, limits, headroom, pool_transfer)
+        pools[pool.name] = InstancePool(pool.name, pool, model, limits, headroom, pool_transfer, former, ledger)
     return pools
 
 

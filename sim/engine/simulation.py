@@ -23,6 +23,7 @@ import numpy as np
 import simpy
 
 from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
+from sim.cluster.scaling import scale_out_pool
 from sim.cluster.slo_predictor import InstanceModel
 from sim.config import PoolConfig, SimulationConfig
 from sim.config.schema import AdaptiveHeadroomConfig
@@ -48,7 +49,8 @@ from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
-from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings, TransferModel
+from sim.instance.kv_transfer import TransferModel
+from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings
 from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
@@ -103,7 +105,6 @@ class Simulation:
         first = next(iter(self.pools.values()))
         # pools of other limits: a request goes only where some instance can ever prefill it
         self._limits_differ = len({pool.limits for pool in self.pools.values()}) > 1
-        self.scale_pool = first.name  # scale-out adds instances of the first pool
         self.block_size = first.limits.block_size  # every pool's (the config checks it)
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
@@ -154,6 +155,7 @@ class Simulation:
                 rules.scaling(config.autoscale, self.scheduler.settings.load_control),
                 self,
                 config.autoscale.cold_start,
+                scale_out_pool(config.autoscale.pool, self.pool_names),
             )
             if config.autoscale.enabled
             else None
@@ -197,6 +199,8 @@ class Simulation:
             headroom_blocks=pool.headroom,
             priority=self.scheduler.local_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
+            batch_former=pool.batch_former,
+            ledger=pool.ledger,
         )
         started = self.env.now if billed_from is None else billed_from
         runtime = InstanceRuntime(llumlet=llumlet, pool=pool, started_at=started)
@@ -204,7 +208,7 @@ class Simulation:
         self.live[instance_id] = runtime
         runtime.loop = StepLoop(self.env, runtime, self.steps)
         self.scheduler.add_instance(
-            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits)
+            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits), pool.name
         )
         return instance_id
 
@@ -217,7 +221,7 @@ class Simulation:
         llumlet = self.instances[instance_id].llumlet
         llumlet.status.draining = False
         self.draining.discard(instance_id)
-        self.scheduler.add_instance(instance_id, llumlet.reporter.report())
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report(), pool=self.pool_of(instance_id))
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
@@ -280,6 +284,10 @@ class Simulation:
 
     def pool_of(self, instance_id: int) -> str:
         return self.instances[instance_id].pool.name
+
+    @property
+    def pool_names(self) -> list[str]:
+        return list(self.pools)
 
     # ------------------------------------------------------------------ inspection (tests)
     def llumlet(self, instance_id: int) -> Llumlet:

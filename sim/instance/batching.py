@@ -30,10 +30,12 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Callable, Collection, Optional
 
+from mypy_extensions import mypyc_attr
+
 from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
-from sim.instance.request import Request, RequestState
+from sim.instance.request import Request
 from sim.instance.waiting import WaitingQueue
 
 # vLLM's FCFS order of requests: arrival time, then id (a C-level key: max() and sort() over
@@ -41,6 +43,7 @@ from sim.instance.waiting import WaitingQueue
 arrival_order: Callable[[Request], tuple[float, int]] = attrgetter("order")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BatchFormer:
     """Forms each iteration of one instance and applies its effects when it ends."""
 
@@ -137,12 +140,7 @@ class BatchFormer:
             now = self.clock()
             self.prefilling = []
             for request in batch.requests:
-                request.generated += 1
-                if request.first_token_time is None:
-                    request.first_token_time = now
-                if request.preempted_at is not None:
-                    request.preemption_loss += now - request.preempted_at
-                    request.preempted_at = None
+                request.prefilled(now)
                 record = request.migration
                 if record is not None and record.destination == self.id:
                     record.rebuilt(now, self.batch_started)
@@ -180,9 +178,7 @@ class BatchFormer:
                 break
             self.waiting.pop_head()
             self.ledger.allocate(request, need)
-            request.state = RequestState.RUNNING
-            if request.first_admitted is None:
-                request.first_admitted = self.clock()
+            request.admitted(self.clock())
             admitted.append(request)
             tokens.append(q)
             budget -= q
@@ -203,7 +199,7 @@ class BatchFormer:
         for request, epoch in due:
             if request.epoch != epoch:
                 continue  # left the batch (finished, preempted, suspended) meanwhile
-            if request.blocks >= self._max_blocks_per_sequence:
+            if self.ledger.held(request) >= self._max_blocks_per_sequence:
                 self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
                 continue
             while self.ledger.free < 1:
@@ -226,11 +222,9 @@ class BatchFormer:
             request, epoch = entry
             if request.epoch != epoch:
                 continue  # left the batch (finished, preempted, suspended) meanwhile
-            if request.blocks >= max_blocks:
+            if not ledger.grow(request, max_blocks):
                 self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
                 continue
-            request.blocks += 1
-            ledger.allocated += 1
             bucket = block_due.get(next_step)
             if bucket is None:
                 block_due[next_step] = [entry]
@@ -243,19 +237,16 @@ class BatchFormer:
         return request.base_generated + (self.iteration - request.base_iteration)
 
     def _join_running(self, request: Request) -> None:
-        request.state = RequestState.RUNNING
-        request.epoch += 1
-        request.base_iteration = self.iteration
-        request.base_generated = request.generated
+        request.joined(self.iteration)
         self.running[request] = None
         self.running_per_tier[request.tier] += 1
         self.seq_sum += request.seq_len
         record = request.migration
         if record is not None and record.destination == self.id:
             record.rejoined(self.clock())
-            request.migration = None
+            request.settled(record)
         first_block_step = (
-            self.iteration + self.limits.block_size * request.blocks - request.seq_len + 2
+            self.iteration + self.limits.block_size * self.ledger.held(request) - request.seq_len + 2
         )
         self._calendar(self._block_due, max(first_block_step, self.iteration + 1), request)
         self._calendar(
@@ -263,11 +254,10 @@ class BatchFormer:
         )
 
     def _leave_running(self, request: Request) -> None:
-        request.generated = self.progress(request)
+        request.left(self.progress(request))  # a new epoch: its calendar entries are void
         del self.running[request]
         self.running_per_tier[request.tier] -= 1
         self.seq_sum -= request.seq_len
-        request.epoch += 1  # invalidates its calendar entries
 
     def _calendar(self, calendar: dict[int, list[tuple[Request, int]]], step: int, request: Request) -> None:
         entry = (request, request.epoch)
@@ -290,11 +280,8 @@ class BatchFormer:
         """Preemption by recompute: free the blocks, requeue at the head."""
         self._leave_running(request)
         self.ledger.release(request)
-        request.preemptions += 1
+        request.preempted(self.clock())
         self.preemptions += 1
-        if request.preempted_at is None:
-            request.preempted_at = self.clock()
-        request.requeued = True
         self.waiting.push(request, front=True)
 
     def _finish(self, request: Request, now: float, joined: bool) -> None:
@@ -330,7 +317,7 @@ class BatchFormer:
             if request in self.running:
                 self._leave_running(request)
                 self.suspended[request] = None
-                request.state = RequestState.SUSPENDED
+                request.suspended()
                 answer(True)
             else:
                 answer(False)
@@ -381,8 +368,9 @@ class BatchFormer:
         for request in self.running:
             seq = request.prompt_tokens + self.progress(request)
             seq_sum += seq
-            assert request.blocks * self.limits.block_size >= seq - 1, (
-                f"request {request.id} holds {request.blocks} blocks for {seq - 1} resident tokens"
+            held = self.ledger.held(request)
+            assert held * self.limits.block_size >= seq - 1, (
+                f"request {request.id} holds {held} blocks for {seq - 1} resident tokens"
             )
         assert seq_sum == self.seq_sum, f"seq_sum drifted: {self.seq_sum} != {seq_sum}"
         assert sum(self.running_per_tier) == len(self.running)

@@ -1,80 +1,173 @@
-"""Paged KV-cache accounting for one instance.
+"""Paged KV-cache accounting for one instance: the ledger owns the blocks.
 
-Three kinds of blocks exist: free, allocated to a request resident here, and reserved for an
-incoming migration (pre-allocated before a stage, turned into an allocation at commit or
-released at abort). ``free + allocated + reserved == capacity`` always holds; ``check`` proves
-it against the requests that claim to hold blocks.
+Every block has an id. A block is free, in a resident request's block table, or reserved for
+an incoming migration (pre-allocated before a stage, moved into the request's table at commit
+or freed at abort). Each block counts its references — the tables and reservations that hold
+it — so that a later ledger can share one block between requests (a prefix cache) without
+changing the invariant: ``check`` recounts every reference from the holders' tables and the
+reservations and proves ``free + allocated + reserved == capacity``.
+
+Only the ledger changes block counts: allocation at admission, growth token by token (one
+block every ``block_size`` tokens), release, reservation, commit and abort all go through it,
+and a request's table here is the one place its blocks on this instance are written down
+(during a migration the source's and the destination's ledgers each hold their own).
 """
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable
+from typing import Collection, Hashable, Iterable
+
+from mypy_extensions import mypyc_attr
 
 from sim.instance.errors import BlockLeakError
 from sim.instance.request import Request
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BlockLedger:
-    __slots__ = ("capacity", "allocated", "reservations", "reserved")
+    __slots__ = ("capacity", "allocated", "reserved", "reservations", "_tables", "_free", "_refs")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.allocated = 0
-        self.reserved = 0
-        self.reservations: dict[Hashable, int] = {}
+        self.allocated = 0  # blocks in some request's table
+        self.reserved = 0  # blocks held by reservations
+        self.reservations: dict[Hashable, list[int]] = {}  # migration key -> the blocks it holds
+        self._tables: dict[Request, list[int]] = {}  # resident request -> its blocks, in order
+        self._free: list[int] = []
+        self._refs: list[int] = []
+        self.clear()
 
     def clear(self) -> None:
         """Every block free again (the instance died with its KV cache)."""
         self.allocated = self.reserved = 0
         self.reservations.clear()
+        self._tables.clear()
+        self._free = list(range(self.capacity - 1, -1, -1))  # handed out from block 0 up
+        self._refs = [0] * self.capacity
 
     @property
     def free(self) -> int:
         return self.capacity - self.allocated - self.reserved
 
+    def held(self, request: Request) -> int:
+        """Blocks ``request`` holds here."""
+        table = self._tables.get(request)
+        return len(table) if table is not None else 0
+
+    def table(self, request: Request) -> tuple[int, ...]:
+        """The ids of the blocks ``request`` holds here, in token order."""
+        return tuple(self._tables.get(request, ()))
+
     def allocate(self, request: Request, blocks: int) -> None:
+        """``blocks`` more blocks into ``request``'s table (its prefill's, at admission)."""
         if blocks > self.free:
             raise BlockLeakError(f"allocating {blocks} blocks with {self.free} free")
-        request.blocks += blocks
+        table = self._tables.get(request)
+        if table is None:
+            table = self._tables[request] = []
+        for _ in range(blocks):
+            table.append(self._take())
         self.allocated += blocks
+
+    def grow(self, request: Request, max_blocks: int) -> bool:
+        """One more block for a running request whose tokens filled its last one (a free
+        block must exist); False, and nothing allocated, when it already holds
+        ``max_blocks`` (vLLM's max_model_len). The hot path of a decode step."""
+        table = self._tables[request]
+        if len(table) >= max_blocks:
+            return False
+        table.append(self._take())
+        self.allocated += 1
+        return True
 
     def release(self, request: Request) -> int:
         """Free every block ``request`` holds here; returns how many."""
-        blocks = request.blocks
-        self.allocated -= blocks
-        request.blocks = 0
-        return blocks
+        table = self._tables.pop(request, None)
+        if table is None:
+            return 0
+        for block in table:
+            self._drop(block)
+        self.allocated -= len(table)
+        return len(table)
 
     def reserve(self, key: Hashable, blocks: int) -> bool:
         """Pre-allocate ``blocks`` for an incoming migration stage (ACK) or refuse (ABORT)."""
         if blocks > self.free:
             return False
-        self.reservations[key] = self.reservations.get(key, 0) + blocks
+        held = self.reservations.get(key)
+        if held is None:
+            held = self.reservations[key] = []
+        for _ in range(blocks):
+            held.append(self._take())
         self.reserved += blocks
         return True
 
     def cancel(self, key: Hashable) -> int:
         """Release a migration's reservation (abort); returns how many blocks came back."""
-        blocks = self.reservations.pop(key, 0)
-        self.reserved -= blocks
-        return blocks
+        held = self.reservations.pop(key, [])
+        for block in held:
+            self._drop(block)
+        self.reserved -= len(held)
+        return len(held)
 
     def commit(self, key: Hashable, request: Request) -> None:
-        """Turn a migration's reservation into the request's allocation here."""
-        blocks = self.reservations.pop(key, 0)
-        self.reserved -= blocks
-        self.allocated += blocks
-        request.blocks = blocks
+        """Turn a migration's reservation into the request's table here (the same blocks:
+        their references move from the reservation to the table)."""
+        held = self.reservations.pop(key, [])
+        self.reserved -= len(held)
+        self.allocated += len(held)
+        table = self._tables.get(request)
+        if table is None:
+            self._tables[request] = held
+        else:
+            table.extend(held)
+
+    def unowned(self, holders: Collection[Request], live_keys: Collection) -> int:
+        """Blocks in the table of a request not among ``holders``, plus blocks reserved
+        under a key not in ``live_keys`` (the migrations still in flight): leaked blocks."""
+        stray = sum(len(table) for request, table in self._tables.items() if request not in holders)
+        orphaned = sum(len(held) for key, held in self.reservations.items() if key not in live_keys)
+        return stray + orphaned
 
     def check(self, holders: Iterable[Request]) -> None:
-        """Raise unless the holders' blocks and the reservations account for every block."""
-        held = sum(r.blocks for r in holders)
-        if held != self.allocated:
-            raise BlockLeakError(f"requests hold {held} blocks but {self.allocated} are allocated")
-        if sum(self.reservations.values()) != self.reserved:
-            raise BlockLeakError("reservations do not add up")
-        if not (0 <= self.free <= self.capacity) or self.allocated < 0 or self.reserved < 0:
+        """Raise unless every block's references are the tables and reservations that hold
+        it, the holders' tables are every table, and the counts add up to the capacity."""
+        holders = list(holders)
+        if set(holders) != set(self._tables):
             raise BlockLeakError(
-                f"free {self.free}, allocated {self.allocated}, reserved {self.reserved}, "
-                f"capacity {self.capacity}"
+                f"requests {sorted(r.id for r in holders)} are resident but "
+                f"{sorted(r.id for r in self._tables)} hold blocks"
             )
+        refs = [0] * self.capacity
+        for held in [*self._tables.values(), *self.reservations.values()]:
+            for block in held:
+                refs[block] += 1
+        if refs != self._refs:
+            wrong = [b for b in range(self.capacity) if refs[b] != self._refs[b]]
+            raise BlockLeakError(f"blocks {wrong[:10]} are counted {[self._refs[b] for b in wrong[:10]]} "
+                                 f"references but held {[refs[b] for b in wrong[:10]]} times")
+        in_tables = {block for table in self._tables.values() for block in table}
+        in_reservations = {block for held in self.reservations.values() for block in held}
+        if len(in_tables) != self.allocated or len(in_reservations) != self.reserved:
+            raise BlockLeakError(
+                f"tables hold {len(in_tables)} blocks and reservations {len(in_reservations)}, "
+                f"but {self.allocated} are allocated and {self.reserved} reserved"
+            )
+        unreferenced = {b for b in range(self.capacity) if not refs[b]}
+        if sorted(self._free) != sorted(unreferenced) or len(self._free) != self.free:
+            raise BlockLeakError(
+                f"{len(self._free)} blocks on the free list, {len(unreferenced)} unreferenced, "
+                f"free {self.free} (capacity {self.capacity}, allocated {self.allocated}, reserved {self.reserved})"
+            )
+
+    def _take(self) -> int:
+        """A free block, now referenced once."""
+        block = self._free.pop()
+        self._refs[block] = 1
+        return block
+
+    def _drop(self, block: int) -> None:
+        """One reference fewer; back on the free list at none."""
+        self._refs[block] -= 1
+        if not self._refs[block]:
+            self._free.append(block)

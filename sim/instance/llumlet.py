@@ -40,13 +40,17 @@ class Llumlet:
         headroom_blocks: Sequence[float] = (),
         priority: bool = False,
         colocated_slowdown: float = 0.0,
+        batch_former: type[BatchFormer] = BatchFormer,
+        ledger: type[BlockLedger] = BlockLedger,
     ) -> None:
+        """``batch_former`` and ``ledger``: the classes of those parts (the pool's choice,
+        ``sim.instance.parts``)."""
         self.id = instance_id
         self.limits = limits
         self.status = InstanceStatus()
-        self.ledger = BlockLedger(limits.capacity_blocks)
+        self.ledger = ledger(limits.capacity_blocks)
         self.waiting = WaitingQueue(limits.tiers if priority else 1, limits.tiers, limits.block_size)
-        self.batches = BatchFormer(
+        self.batches = batch_former(
             instance_id, limits, timer, clock, self.waiting, self.ledger, on_done, priority, colocated_slowdown
         )
         self.endpoint = MigrationEndpoint(
@@ -64,8 +68,7 @@ class Llumlet:
         self.status.failed = True
         lost = [*self.waiting, *self.batches.holders()]
         for request in lost:
-            request.blocks = 0
-            request.epoch += 1
+            request.lost()
         self.batches.clear()
         self.ledger.clear()
         self.waiting.clear()
@@ -79,11 +82,7 @@ class Llumlet:
     def leaked_blocks(self, live_reservations: Collection) -> int:
         """Blocks allocated to no resident request, plus blocks reserved under a key that
         is not in ``live_reservations`` (the keys of migrations still in flight)."""
-        held = sum(r.blocks for r in self.batches.holders())
-        orphaned = sum(
-            blocks for key, blocks in self.ledger.reservations.items() if key not in live_reservations
-        )
-        return self.ledger.allocated - held + orphaned
+        return self.ledger.unowned(set(self.batches.holders()), live_reservations)
 
     def check(self) -> None:
         """Raise if blocks leaked, the lazy accounting drifted or the queue's totals are off

@@ -16,6 +16,9 @@ One migration is one process (``migrate``), read top to bottom:
 Each mode is a ``StagePlan``: ``blocking`` copies everything in one stage with the request
 stopped; ``recompute`` copies nothing and the destination prefills the request again.
 
+The copies are a ``KvTransfer`` (``sim.instance.kv_transfer``): the engine's operation for
+moving KV blocks between instances, of which this handshake is one use.
+
 Downtime is the time from the request leaving the source batch until the destination holds
 its KV cache (live/blocking: the commit; recompute: the end of the re-prefill, not counting
 time queued at the destination). The wait for the destination's next iteration boundary,
@@ -27,9 +30,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Generator, Optional, Protocol
+from typing import Callable, Generator, Optional
 
 from sim.instance.endpoint import MigrationEndpoint
+from sim.instance.kv_transfer import KvTransfer, TransferModel
 from sim.instance.request import Request, RequestState
 
 ABORT_DESTINATION_FULL = "destination_out_of_memory"
@@ -66,14 +70,6 @@ STAGE_PLANS = {
     MigrationMode.BLOCKING: StagePlan(copies_while_running=False, copies_kv=True),
     MigrationMode.RECOMPUTE: StagePlan(copies_while_running=False, copies_kv=False),
 }
-
-
-class TransferModel(Protocol):
-    """What a migration needs from the hardware layer (``sim.hardware.transfer``)."""
-
-    stage_latency: float
-
-    def stage_time(self, blocks: int) -> float: ...
 
 
 @dataclass
@@ -138,7 +134,8 @@ def migrate(
     is noticed after every wait. When the source dies, the destination only learns it when
     the handshake times out, and frees its orphaned reservation then.
     """
-    handshake = _Handshake(env, source, destination, request, record, wake)
+    copies = KvTransfer(env, source, destination, record.reservation_key, transfer)
+    handshake = _Handshake(env, source, destination, request, record, wake, copies)
     plan = STAGE_PLANS[settings.mode]
     while True:
         reason = handshake.trouble()
@@ -147,7 +144,7 @@ def migrate(
         record.stages += 1
         last = (
             not plan.copies_while_running
-            or request.blocks - handshake.copied <= settings.last_stage_blocks
+            or source.ledger.held(request) - copies.copied <= settings.last_stage_blocks
             or record.stages >= settings.max_stages
         )
         if last:
@@ -156,10 +153,10 @@ def migrate(
                 return (yield from handshake.abort(reason, handshake_timeout))
             if not plan.copies_kv:
                 break
-            stage_blocks = request.blocks - handshake.copied  # the partial block too
+            stage_blocks = source.ledger.held(request) - copies.copied  # the partial block too
         else:
-            stage_blocks = max(request.blocks - 1 - handshake.copied, 0)  # completed blocks
-        reason = yield from handshake.copy_stage(stage_blocks, transfer, last, stage_fails)
+            stage_blocks = max(source.ledger.held(request) - 1 - copies.copied, 0)  # completed blocks
+        reason = yield from handshake.copy_stage(stage_blocks, last, stage_fails)
         if reason:
             return (yield from handshake.abort(reason, handshake_timeout))
         if last:
@@ -179,6 +176,7 @@ class _Handshake:
         request: Request,
         record: MigrationRecord,
         wake: Callable[[MigrationEndpoint], None],
+        copies: KvTransfer,
     ) -> None:
         self.env = env
         self.source = source
@@ -186,11 +184,10 @@ class _Handshake:
         self.request = request
         self.record = record
         self.wake = wake
-        self.key = record.reservation_key
+        self.copies = copies
         self.preemptions_at_start = request.preemptions
-        self.copied = 0
         self.suspended = False
-        request.migration = record
+        request.moving(record)
 
     def trouble(self) -> Optional[str]:
         """Why the migration cannot go on, if it cannot."""
@@ -218,26 +215,18 @@ class _Handshake:
         self.record.suspended_at = self.env.now
         return self.trouble()  # an instance may have failed while we waited for the boundary
 
-    def copy_stage(self, blocks: int, transfer: TransferModel, last: bool, stage_fails) -> Generator:
+    def copy_stage(self, blocks: int, last: bool, stage_fails) -> Generator:
         """Pre-allocate on the destination (ACK, or ABORT when it has no room above its
-        watermark, as vLLM's block manager refuses: ``get_free_blocks``), copy, then check;
-        returns why the migration cannot go on, if so."""
-        ledger = self.destination.ledger
-        if ledger.free - blocks < self.destination.limits.watermark_blocks or not ledger.reserve(
-            self.key, blocks
-        ):
+        watermark), copy, then check; returns why the migration cannot go on, if so."""
+        if not self.copies.reserve(blocks):
             return ABORT_DESTINATION_FULL
-        self.source.stage_started()
-        self.destination.stage_started()
-        yield self.env.timeout(transfer.stage_time(blocks))
-        self.source.stage_ended()
-        self.destination.stage_ended()
+        yield from self.copies.copy(blocks)
         reason = self.trouble() if last else None  # a non-final stage is checked at the loop top
         if reason is None and stage_fails():
             reason = ABORT_TRANSFER_FAILED
         if reason is None:
-            self.copied += blocks
-            self.record.blocks = self.copied
+            self.copies.accept(blocks)
+            self.record.blocks = self.copies.copied
             self.record.last_stage_blocks = blocks
         return reason
 
@@ -249,9 +238,9 @@ class _Handshake:
         source.release_suspended(request)
         self.wake(source)  # the freed blocks may admit its queue
         record.committed_at = self.env.now
-        request.migrations += 1
+        request.moved()
         if not rebuild:
-            destination.ledger.commit(self.key, request)
+            self.copies.commit(request)
             record.downtime = self.env.now - record.suspended_at
         destination.accept_migrated(request, rebuild)
         self.wake(destination)
@@ -269,10 +258,9 @@ class _Handshake:
         record.abort_reason = reason
         if outcome is MigrationOutcome.COMMITTED:
             return
-        self.destination.ledger.cancel(self.key)
+        self.copies.cancel()
         self.wake(self.destination)  # the released reservation may admit its queue
-        if request.migration is record:
-            request.migration = None
+        request.settled(record)
         if source.status.failed:
             return
         if self.suspended and request.state is RequestState.SUSPENDED:

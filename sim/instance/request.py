@@ -3,6 +3,11 @@
 Token accounting follows vLLM: before an iteration a request needs KV blocks for
 ``prompt + generated`` tokens; a prefill (fresh or recompute) processes all of them and a
 decode step processes one, and each iteration yields one more output token.
+
+A request changes its own fields: the parts that move it (queue, batch former, migration,
+a failed instance) call the methods below, each one event of its life, so what an event does
+to a request is written once. The KV blocks it holds are not among them: each instance's
+``BlockLedger`` owns its blocks and knows which request holds which.
 """
 
 from __future__ import annotations
@@ -58,7 +63,6 @@ FIELDS = (
     "epoch",
     "base_iteration",
     "base_generated",
-    "blocks",
 )
 
 
@@ -94,7 +98,6 @@ class Request:
         self.epoch = 0
         self.base_iteration = 0
         self.base_generated = 0
-        self.blocks = 0
 
     def __reduce__(self) -> tuple:
         """Pickled and copied field by field (compiled by ``sim.native``, a Request is a
@@ -110,6 +113,78 @@ class Request:
         """The request is now at ``instance_id`` (dispatched or migrated there)."""
         self.instance = instance_id
         self.instances.append(instance_id)
+
+    # ------------------------------------------------------------------ its life on an instance
+    def queued(self) -> None:
+        """It waits in an instance's queue (dispatched, preempted or migrated by recompute)."""
+        self.state = RequestState.QUEUED
+
+    def dequeued(self) -> None:
+        """It left the queue: a preempted request no longer counts as waiting again."""
+        self.requeued = False
+
+    def admitted(self, now: float) -> None:
+        """Its prefill is scheduled (blocks allocated); the first admission is remembered."""
+        self.state = RequestState.RUNNING
+        if self.first_admitted is None:
+            self.first_admitted = now
+
+    def prefilled(self, now: float) -> None:
+        """A prefill (first or recompute) yielded its token: the first token's time, and the
+        time lost since a preemption."""
+        self.generated += 1
+        if self.first_token_time is None:
+            self.first_token_time = now
+        if self.preempted_at is not None:
+            self.preemption_loss += now - self.preempted_at
+            self.preempted_at = None
+
+    def joined(self, iteration: int) -> None:
+        """It joins a running batch at ``iteration``: its decode progress is counted lazily
+        from there, and a new epoch invalidates the calendar entries of the last one."""
+        self.state = RequestState.RUNNING
+        self.epoch += 1
+        self.base_iteration = iteration
+        self.base_generated = self.generated
+
+    def left(self, generated: int) -> None:
+        """It left the running batch having produced ``generated`` tokens (new epoch)."""
+        self.generated = generated
+        self.epoch += 1
+
+    def preempted(self, now: float) -> None:
+        """Preempted by recompute: counted, and queued again from ``now`` (the loss is
+        counted from the first preemption until a prefill brings it back)."""
+        self.preemptions += 1
+        if self.preempted_at is None:
+            self.preempted_at = now
+        self.requeued = True
+
+    def suspended(self) -> None:
+        """Taken out of the batch for a migration's last stage."""
+        self.state = RequestState.SUSPENDED
+
+    def lost(self) -> None:
+        """Its instance died: whatever calendar entries it had there are void (new epoch)."""
+        self.epoch += 1
+
+    def moving(self, migration: MigrationInFlight) -> None:
+        """A migration started moving it."""
+        self.migration = migration
+
+    def moved(self) -> None:
+        """A migration moving it committed: counted."""
+        self.migrations += 1
+
+    def settled(self, migration: MigrationInFlight) -> None:
+        """``migration`` is over (aborted, or rejoined at the destination): no longer moving
+        it, unless another already is."""
+        if self.migration is migration:
+            self.migration = None
+
+    def retiered(self, tier: int) -> None:
+        """Its tier as another run drew it (runs that are one simulation, ``sim.sweep.sharing``)."""
+        self.tier = tier
 
     def abort(self, reason: str, now: float) -> None:
         """End the request unserved, with a reason: the one terminal path besides finishing."""

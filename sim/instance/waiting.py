@@ -7,7 +7,7 @@ from collections import deque
 from typing import Iterator
 
 from sim.instance.limits import blocks_for
-from sim.instance.request import Request, RequestState
+from sim.instance.request import Request
 
 
 class WaitingQueue:
@@ -27,7 +27,7 @@ class WaitingQueue:
 
     def push(self, request: Request, front: bool = False) -> None:
         """Queue a request (at the head for a preempted or recompute-migrated one)."""
-        request.state = RequestState.QUEUED
+        request.queued()
         if front:
             self._lane(request).appendleft(request)
         else:
@@ -49,7 +49,7 @@ class WaitingQueue:
             if lane:
                 request = lane.popleft()
                 self._count(request, -1)
-                request.requeued = False
+                request.dequeued()
                 return request
         raise IndexError("empty queue")
 

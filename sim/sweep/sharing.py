@@ -55,5 +55,5 @@ def relabel(result: Any, config: SimulationConfig) -> Any:
         raise AssertionError(f"{config.name}: runs sharing a simulation drew different requests")
     tiers = workload.tier.tolist()
     for request in requests:
-        request.tier = tiers[request.id]
+        request.retiered(tiers[request.id])
     return dataclasses.replace(result, config=config, workload_description=workload.description)

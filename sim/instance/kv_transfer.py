@@ -1,0 +1,71 @@
+"""Copying a request's KV blocks from one instance to another: the engine's KV transfer.
+
+A transfer is a sequence of copies over the link between two instances, each of a number of
+blocks: the destination pre-allocates them first (refused, as vLLM's block manager refuses
+``get_free_blocks``, when they would cut into the watermark it keeps free), the link takes
+its time for that many blocks (``TransferModel.stage_time``: a fixed latency plus bytes over
+bandwidth, ``sim.hardware.transfer``), and both instances' iterations run slower while a
+copy is in flight (the co-located copy). At the end the transfer commits — the blocks it
+reserved become the request's table in the destination's ledger — or is cancelled, and the
+reservation freed. Live migration (``sim.instance.migration``) is one use: its stages are
+copies and its handshake decides when to stop; a prefill-to-decode hand-off is another.
+"""
+
+from __future__ import annotations
+
+from typing import Generator, Hashable, Protocol
+
+from sim.instance.endpoint import MigrationEndpoint
+from sim.instance.request import Request
+
+
+class TransferModel(Protocol):
+    """The link a transfer crosses (``sim.hardware.transfer``)."""
+
+    stage_latency: float
+
+    def stage_time(self, blocks: int) -> float: ...
+
+
+class KvTransfer:
+    """One request's KV blocks on their way from ``source`` to ``destination``, reserved on
+    the destination under ``key`` (its ledger's reservation key)."""
+
+    def __init__(
+        self, env, source: MigrationEndpoint, destination: MigrationEndpoint, key: Hashable, link: TransferModel
+    ) -> None:
+        self.env = env
+        self.source = source
+        self.destination = destination
+        self.key = key
+        self.link = link
+        self.copied = 0  # blocks copied so far (counted once a copy is accepted)
+
+    def reserve(self, blocks: int) -> bool:
+        """Pre-allocate the next copy's blocks on the destination (ACK), or refuse (ABORT)
+        when that would leave fewer free than its watermark."""
+        ledger = self.destination.ledger
+        if ledger.free - blocks < self.destination.limits.watermark_blocks:
+            return False
+        return ledger.reserve(self.key, blocks)
+
+    def copy(self, blocks: int) -> Generator:
+        """Move ``blocks`` reserved blocks over the link (a simpy process step): both ends
+        run their iterations co-located slower meanwhile."""
+        self.source.stage_started()
+        self.destination.stage_started()
+        yield self.env.timeout(self.link.stage_time(blocks))
+        self.source.stage_ended()
+        self.destination.stage_ended()
+
+    def accept(self, blocks: int) -> None:
+        """The copy of ``blocks`` arrived intact."""
+        self.copied += blocks
+
+    def commit(self, request: Request) -> None:
+        """The copied blocks are ``request``'s on the destination now."""
+        self.destination.ledger.commit(self.key, request)
+
+    def cancel(self) -> int:
+        """Free whatever the transfer reserved on the destination; returns how many blocks."""
+        return self.destination.ledger.cancel(self.key)

@@ -1,0 +1,80 @@
+"""The package's shape: its modules import each other without a circle (a circle means two
+parts that cannot be read, tested or replaced apart), counting imports made only for type
+checking and those inside functions too."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+SIM = Path(__file__).resolve().parents[1] / "sim"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Each module of the package under ``root`` -> the package's modules it imports
+    (``from a.b import c`` is ``a.b.c`` where that is a module, else ``a.b``)."""
+    package = root.name
+    modules = {module_name(path, root): path for path in root.rglob("*.py")}
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        imported: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {owner(alias.name) for alias in node.names if alias.name.split(".")[0] == package}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.split(".")[0] == package:
+                    imported |= {owner(f"{node.module}.{alias.name}") for alias in node.names}
+        graph[name] = {other for other in imported if other is not None and other != name}
+    return graph
+
+
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """A circle of imports in ``graph`` ([] if none)."""
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_the_package_imports_without_a_circle():
+    graph = import_graph(SIM)
+    assert len(graph) > 100 and "sim.engine.inspection" in graph["sim.engine.simulation"]
+    assert circle(graph) == []
+
+
+def test_the_walk_finds_a_circle_through_a_type_checking_import(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernel.py").write_text("from pkg import view\n")
+    (package / "view.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.kernel import Kernel\n"
+    )
+    assert sorted(set(circle(import_graph(package)))) == ["pkg.kernel", "pkg.view"]
+    (package / "view.py").write_text("")
+    assert circle(import_graph(package)) == []
+
+
+@pytest.mark.parametrize("statement", ["import pkg.a", "from pkg import a", "from pkg.a import thing"])
+def test_every_form_of_import_is_an_edge(tmp_path, statement):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("thing = 1\n")
+    (package / "b.py").write_text(f"def late():\n    {statement}\n")
+    assert import_graph(package)["pkg.b"] == {"pkg.a"}
