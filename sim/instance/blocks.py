@@ -65,8 +65,7 @@ class BlockLedger:
         table = self._tables.get(request)
         if table is None:
             table = self._tables[request] = []
-        for _ in range(blocks):
-            table.append(self._take())
+        table.extend(self._take(blocks))
         self.allocated += blocks
 
     def grow(self, request: Request, max_blocks: int) -> bool:
@@ -76,7 +75,9 @@ class BlockLedger:
         table = self._tables[request]
         if len(table) >= max_blocks:
             return False
-        table.append(self._take())
+        block = self._free.pop()
+        self._refs[block] = 1
+        table.append(block)
         self.allocated += 1
         return True
 
@@ -85,8 +86,7 @@ class BlockLedger:
         table = self._tables.pop(request, None)
         if table is None:
             return 0
-        for block in table:
-            self._drop(block)
+        self._drop(table)
         self.allocated -= len(table)
         return len(table)
 
@@ -97,16 +97,14 @@ class BlockLedger:
         held = self.reservations.get(key)
         if held is None:
             held = self.reservations[key] = []
-        for _ in range(blocks):
-            held.append(self._take())
+        held.extend(self._take(blocks))
         self.reserved += blocks
         return True
 
     def cancel(self, key: Hashable) -> int:
         """Release a migration's reservation (abort); returns how many blocks came back."""
         held = self.reservations.pop(key, [])
-        for block in held:
-            self._drop(block)
+        self._drop(held)
         self.reserved -= len(held)
         return len(held)
 
@@ -160,14 +158,22 @@ class BlockLedger:
                 f"free {self.free} (capacity {self.capacity}, allocated {self.allocated}, reserved {self.reserved})"
             )
 
-    def _take(self) -> int:
-        """A free block, now referenced once."""
-        block = self._free.pop()
-        self._refs[block] = 1
-        return block
+    def _take(self, blocks: int) -> list[int]:
+        """``blocks`` free blocks (the free list's last, in the order ``pop`` would give
+        them), each now referenced once: one slice, not a call per block."""
+        free = self._free
+        taken = free[len(free) - blocks :]
+        del free[len(free) - blocks :]
+        taken.reverse()
+        refs = self._refs
+        for block in taken:
+            refs[block] = 1
+        return taken
 
-    def _drop(self, block: int) -> None:
-        """One reference fewer; back on the free list at none."""
-        self._refs[block] -= 1
-        if not self._refs[block]:
-            self._free.append(block)
+    def _drop(self, blocks: list[int]) -> None:
+        """One reference fewer on each of ``blocks``; back on the free list at none."""
+        refs, free = self._refs, self._free
+        for block in blocks:
+            refs[block] -= 1
+            if not refs[block]:
+                free.append(block)
