@@ -83,7 +83,7 @@ def test_the_conservation_check_counts_references_so_a_block_in_two_tables_is_ca
     ledger.allocate(first, 1)
     ledger.allocate(second, 1)
     ledger.check([first, second])
-    ledger._tables[second][0] = ledger._tables[first][0]  # a shared block its count does not know
+    ledger._tables[second][0] = ledger._tables[first][0]  # one block in two tables: this ledger shares none
     with pytest.raises(BlockLeakError, match="references"):
         ledger.check([first, second])
 

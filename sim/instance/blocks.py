@@ -2,10 +2,11 @@
 
 Every block has an id. A block is free, in a resident request's block table, or reserved for
 an incoming migration (pre-allocated before a stage, moved into the request's table at commit
-or freed at abort). Each block counts its references — the tables and reservations that hold
-it — so that a later ledger can share one block between requests (a prefix cache) without
-changing the invariant: ``check`` recounts every reference from the holders' tables and the
-reservations and proves ``free + allocated + reserved == capacity``.
+or freed at abort). ``check`` counts every block's references — the tables and reservations
+that hold it — and proves each is held once or free, and ``free + allocated + reserved ==
+capacity``. This ledger shares no block, so a reference count per block would always be 1
+and is not kept on the hot path; a ledger that shares blocks (a prefix cache) keeps one, and
+the same check, counting references, is its invariant too.
 
 Only the ledger changes block counts: allocation at admission, growth token by token (one
 block every ``block_size`` tokens), release, reservation, commit and abort all go through it,
@@ -25,7 +26,7 @@ from sim.instance.request import Request
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BlockLedger:
-    __slots__ = ("capacity", "allocated", "reserved", "reservations", "_tables", "_free", "_refs")
+    __slots__ = ("capacity", "allocated", "reserved", "reservations", "_tables", "_free")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -34,7 +35,6 @@ class BlockLedger:
         self.reservations: dict[Hashable, list[int]] = {}  # migration key -> the blocks it holds
         self._tables: dict[Request, list[int]] = {}  # resident request -> its blocks, in order
         self._free: list[int] = []
-        self._refs: list[int] = []
         self.clear()
 
     def clear(self) -> None:
@@ -43,7 +43,6 @@ class BlockLedger:
         self.reservations.clear()
         self._tables.clear()
         self._free = list(range(self.capacity - 1, -1, -1))  # handed out from block 0 up
-        self._refs = [0] * self.capacity
 
     @property
     def free(self) -> int:
@@ -75,9 +74,7 @@ class BlockLedger:
         table = self._tables[request]
         if len(table) >= max_blocks:
             return False
-        block = self._free.pop()
-        self._refs[block] = 1
-        table.append(block)
+        table.append(self._free.pop())
         self.allocated += 1
         return True
 
@@ -140,10 +137,11 @@ class BlockLedger:
         for held in [*self._tables.values(), *self.reservations.values()]:
             for block in held:
                 refs[block] += 1
-        if refs != self._refs:
-            wrong = [b for b in range(self.capacity) if refs[b] != self._refs[b]]
-            raise BlockLeakError(f"blocks {wrong[:10]} are counted {[self._refs[b] for b in wrong[:10]]} "
-                                 f"references but held {[refs[b] for b in wrong[:10]]} times")
+        shared = [b for b in range(self.capacity) if refs[b] > 1]
+        if shared:
+            raise BlockLeakError(
+                f"blocks {shared[:10]} have {[refs[b] for b in shared[:10]]} references; this ledger shares none"
+            )
         in_tables = {block for table in self._tables.values() for block in table}
         in_reservations = {block for held in self.reservations.values() for block in held}
         if len(in_tables) != self.allocated or len(in_reservations) != self.reserved:
@@ -160,20 +158,13 @@ class BlockLedger:
 
     def _take(self, blocks: int) -> list[int]:
         """``blocks`` free blocks (the free list's last, in the order ``pop`` would give
-        them), each now referenced once: one slice, not a call per block."""
+        them): one slice, not a call per block."""
         free = self._free
         taken = free[len(free) - blocks :]
         del free[len(free) - blocks :]
         taken.reverse()
-        refs = self._refs
-        for block in taken:
-            refs[block] = 1
         return taken
 
     def _drop(self, blocks: list[int]) -> None:
-        """One reference fewer on each of ``blocks``; back on the free list at none."""
-        refs, free = self._refs, self._free
-        for block in blocks:
-            refs[block] -= 1
-            if not refs[block]:
-                free.append(block)
+        """``blocks`` are free again."""
+        self._free.extend(blocks)
