@@ -14,10 +14,9 @@ from sim.instance.batch import Batch
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 
-# simpy's event priorities, held in C statics by the compiled engine (a module attribute
-# lookup per batch otherwise)
+# simpy's normal event priority, held in a C static by the compiled engine (a module
+# attribute lookup per batch otherwise)
 NORMAL: Final = simpy.events.NORMAL
-URGENT: Final = simpy.events.URGENT
 
 
 @dataclass
@@ -72,21 +71,23 @@ class StepLoop:
         self._batch: Optional[Batch] = None
         self._report: Optional[LoadReport] = None
         self.alive = True
-        # one event object, rescheduled for every batch's end: what env.timeout(duration)
-        # would schedule (same time, priority and insertion order), without building a
-        # Timeout per batch (~6% of the event loop)
-        self._batch_end = simpy.Event(env)
-        self._batch_end._ok = True
-        self._batch_end._value = None
+        # one Timeout, built for the first batch and rescheduled (env.schedule) for every later
+        # batch's end: what env.timeout(duration) would schedule (same time, priority and
+        # insertion order) without building a Timeout per batch (~6% of the event loop); a
+        # processed Timeout stays successful, so nothing of simpy's is written
+        self._batch_end: Optional[simpy.Event] = None
         # and one callback list for it: simpy only iterates an event's callbacks (stop()
         # removes ours, after which the loop never schedules again)
         self._batch_end_callbacks: list[Callable[[simpy.Event], None]] = [self._step]
-        start = simpy.Event(env)
-        start.callbacks.append(self._step)
-        start._ok = True
-        start._value = None
-        env.schedule(start, URGENT)
-        self._pending = start
+        env.process(self._first_step())  # at the start time, urgent, as a process's initialisation
+
+    def _first_step(self):
+        """The loop's first step, run by a process whose only job is to start it (simpy's
+        public way to act on an urgent event now); every later step is an event callback."""
+        if self.alive:
+            self._step(None)
+        return
+        yield  # a generator, as env.process requires
 
     def stop(self) -> None:
         """The instance was removed or failed: nothing it waits for runs any more."""
@@ -98,7 +99,7 @@ class StepLoop:
             if self.log.idle_watch is not None:
                 self.log.idle_watch.forget(self.llumlet.id)
 
-    def _step(self, event: simpy.Event) -> None:
+    def _step(self, event: Optional[simpy.Event]) -> None:
         runtime, batches = self.runtime, self.batches
         batch = self._batch
         if batch is not None:  # a batch just ended
@@ -134,9 +135,13 @@ class StepLoop:
                 BatchRecord(batches.id, env.now, duration, batch.is_prefill, batch.size)
             )
         self._batch = batch
-        batch_end = self._pending = self._batch_end
+        batch_end = self._batch_end
+        if batch_end is None:
+            batch_end = self._batch_end = env.timeout(duration)
+        else:
+            env.schedule(batch_end, NORMAL, duration)
         batch_end.callbacks = self._batch_end_callbacks
-        env.schedule(batch_end, NORMAL, duration)
+        self._pending = batch_end
 
     def _went_idle(self) -> None:
         """Nothing to run: the scheduler hears the instance as it is now if its view holds

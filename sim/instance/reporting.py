@@ -19,7 +19,7 @@ from sim.instance.waiting import WaitingQueue
 
 # LoadReport's own __new__ is a generated Python function; building the tuple directly skips
 # that frame on the hottest path (one report per executed step). Fields in declaration order:
-# tests/test_instance_parts.py reads every field of a built report back by name.
+# tests/test_load_reporter.py reads every field of a built report back by name.
 _new_report: Final = tuple.__new__
 
 # a report's fields as one plain tuple, compared with the last report's item by item (the
