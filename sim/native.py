@@ -125,7 +125,7 @@ def status() -> str:
     if os.environ.get("LLUMSIM_PURE"):
         return "pure Python (LLUMSIM_PURE set)"
     if stale_modules():
-        return "pure Python (compiled engine out of date)"
+        return "pure Python (compiled engine stale: `llumsim native build` rebuilds it)"
     return "compiled"
 
 

@@ -45,7 +45,7 @@ def test_a_build_whose_sources_changed_runs_pure_python_and_says_so(tmp_path, mo
     fake_build(tmp_path, monkeypatch, sources)
     monkeypatch.delenv("LLUMSIM_PURE", raising=False)
     assert native.stale_modules() == ["sim.instance.llumlet"]
-    assert native.status() == "pure Python (compiled engine out of date)"
+    assert native.status() == "pure Python (compiled engine stale: `llumsim native build` rebuilds it)"
     native.guard()
     assert "older than sim/instance/llumlet.py" in capsys.readouterr().err
     assert isinstance(sys.meta_path[0], native._SourceFirst)  # ahead of the finders of .so files
@@ -55,6 +55,22 @@ def test_a_build_whose_sources_changed_runs_pure_python_and_says_so(tmp_path, mo
     for module in native.MODULES:
         spec = first_spec(module)
         assert spec.origin == str(native.source_path(module)), module
+
+
+def test_every_run_says_in_its_summary_that_the_compiled_engine_is_stale(tmp_path, monkeypatch, capsys):
+    """Not only the once-per-process warning: the speed line of each run's summary names the
+    engine it ran on, so a stale build's pure-Python run is never taken for a compiled one."""
+    from sim.cli.main import main
+
+    sources = current_sources()
+    sources["sim.instance.batching"] = "0" * 64
+    fake_build(tmp_path, monkeypatch, sources)
+    monkeypatch.delenv("LLUMSIM_PURE", raising=False)
+    config = tmp_path / "small.yaml"
+    config.write_text("name: small\ncluster: {instances: 1}\nworkload: {source: synthetic, num_requests: 20}\n")
+    assert main(["run", str(config), "--quiet", "--no-plots", "--out", str(tmp_path / "out")]) == 0
+    speed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("simulated ")]
+    assert speed and speed[0].endswith("batches, pure Python (compiled engine stale: `llumsim native build` rebuilds it))")
 
 
 def test_an_up_to_date_build_is_imported_unless_switched_off(tmp_path, monkeypatch, capsys):
