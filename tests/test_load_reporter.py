@@ -3,6 +3,8 @@ report handed out again exactly while none of its fields changed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpoint
@@ -79,3 +81,14 @@ def test_a_report_carries_each_count_under_its_own_name():
     counts = [value for value in expected.values() if type(value) is int]
     assert len(set(counts)) == len(counts), expected  # a swap of any two counts shows
     assert report._asdict() == expected
+
+
+def test_the_reporters_tuple_names_each_field_in_load_reports_order():
+    """The positional tuple is read by name: each entry's comment names its field, and the
+    names are LoadReport's fields in order (a field added, dropped or moved in load.py, or a
+    comment that lies, fails here)."""
+    source = (Path(__file__).resolve().parents[1] / "sim" / "instance" / "reporting.py").read_text().splitlines()
+    start = next(i for i, line in enumerate(source) if "fields: ReportFields = (" in line)
+    end = next(i for i in range(start, len(source)) if source[i].strip() == ")")
+    named = [line.split("  # ", 1)[1].split(":")[0] for line in source[start + 1 : end]]
+    assert named == list(LoadReport._fields)

@@ -53,24 +53,24 @@ class LoadReporter:
         ledger, waiting, batches, limits = self.ledger, self.waiting, self.batches, self.limits
         allocated, reserved, queued = ledger.allocated, ledger.reserved, waiting.count
         head = waiting.head_demand_blocks() if queued else 0
-        fields: ReportFields = (  # LoadReport's fields, in its order
-            self.id,
-            ledger.capacity,
-            allocated,
-            reserved,
-            len(batches.running) + len(batches.prefilling),  # vLLM's running list holds both
-            queued,
-            waiting.demand_blocks,
-            head,
-            headroom_usage(batches.running_per_tier, self.headroom_blocks) if self.headroom_blocks else 0.0,
-            queued > 0 and ledger.capacity - allocated - reserved - head < limits.watermark_blocks,
-            self.status.draining,
-            self.endpoint.in_flight > 0,
-            limits.watermark_blocks,
-            limits.block_size,
-            waiting.tokens,
-            waiting.preempted,
-            self._top_tier() if limits.tiers > 1 else 0,
+        fields: ReportFields = (  # LoadReport's fields, in its order, each named
+            self.id,  # instance_id
+            ledger.capacity,  # capacity_blocks
+            allocated,  # used_blocks
+            reserved,  # reserved_blocks
+            len(batches.running) + len(batches.prefilling),  # num_running: vLLM's running list holds both
+            queued,  # num_waiting
+            waiting.demand_blocks,  # waiting_demand_blocks
+            head,  # head_demand_blocks
+            headroom_usage(batches.running_per_tier, self.headroom_blocks) if self.headroom_blocks else 0.0,  # headroom_blocks
+            queued > 0 and ledger.capacity - allocated - reserved - head < limits.watermark_blocks,  # head_blocked
+            self.status.draining,  # draining
+            self.endpoint.in_flight > 0,  # migrating
+            limits.watermark_blocks,  # watermark_blocks
+            limits.block_size,  # block_size
+            waiting.tokens,  # waiting_tokens
+            waiting.preempted,  # num_preempted
+            self._top_tier() if limits.tiers > 1 else 0,  # top_tier
         )
         if fields == self._last_fields:
             return self._last
