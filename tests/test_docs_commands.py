@@ -93,8 +93,8 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # docs/paper.md
     "llumsim paper --only serving-L-L": Runs("llumsim paper --smoke --only serving-L-L --out {smoke:paper_smoke} --quiet"),
     "llumsim paper --readme docs/paper.md": Runs(PAPER),
-    "python -m sim.sweep.compact results/paper results/paper --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0":
-        Runs("python -m sim.sweep.compact {smoke:paper_smoke} {tmp} --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0"),
+    "python -m sim.presentation.compact results/paper results/paper --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0":
+        Runs("python -m sim.presentation.compact {smoke:paper_smoke} {tmp} --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0"),
     # docs/sweeps.md
     "llumsim sweep experiments/grids/k_study.yaml --backend ray [--address HOST:6379]":
         Elsewhere("tests/test_sweep_run.py::test_ray_runs_the_same_cells_to_the_same_index"),
@@ -103,11 +103,11 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # docs/notebooks.md
     "llumsim sweep experiments/grids/stress.yaml --jobs 1 --out /tmp/stress":
         Runs("llumsim sweep experiments/grids/stress_smoke.yaml --out {smoke:stress_smoke} --quiet"),
-    "python -m sim.sweep.compact /tmp/stress results/stress --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0":
-        Runs("python -m sim.sweep.compact {smoke:stress_smoke} {tmp} --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0"),
+    "python -m sim.presentation.compact /tmp/stress results/stress --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0":
+        Runs("python -m sim.presentation.compact {smoke:stress_smoke} {tmp} --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0"),
     # docs/findings.md
-    "python -m sim.sweep.compact /tmp/k_study results/k_study":
-        Runs("python -m sim.sweep.compact {smoke:k_study_smoke} {tmp}"),
+    "python -m sim.presentation.compact /tmp/k_study results/k_study":
+        Runs("python -m sim.presentation.compact {smoke:k_study_smoke} {tmp}"),
     "python -m sim.sweep.findings results/k_study": Runs("python -m sim.sweep.findings {copy:smoke:k_study_smoke}"),
     "llumsim capacity --grid experiments/grids/k_capacity.yaml --jobs 2":
         Elsewhere("tests/test_capacity_grid.py::test_the_smoke_grid_answers_every_search_consistently_with_its_points"),
@@ -115,14 +115,14 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # its smoke grid: 60 requests, K 1/4 x two mixes, one seed (4 runs, 1 simulation)
     "llumsim sweep experiments/grids/slo_floor.yaml --out /tmp/slo_floor":
         Runs("llumsim sweep experiments/grids/slo_floor_smoke.yaml --out {smoke:slo_floor_smoke} --quiet"),
-    "python -m sim.sweep.compact /tmp/slo_floor results/slo_floor --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'":
-        Runs("python -m sim.sweep.compact {smoke:slo_floor_smoke} {tmp} --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'"),
+    "python -m sim.presentation.compact /tmp/slo_floor results/slo_floor --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'":
+        Runs("python -m sim.presentation.compact {smoke:slo_floor_smoke} {tmp} --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'"),
     "python -m sim.sweep.capacity_report results/k_capacity --floor results/slo_floor":
         Runs("python -m sim.sweep.capacity_report results/k_capacity --floor results/slo_floor"),
     "llumsim sweep experiments/grids/k_autoscale.yaml --jobs 2 --out /tmp/k_autoscale":
         Runs("llumsim sweep experiments/grids/k_autoscale_smoke.yaml --out {smoke:k_autoscale_smoke} --quiet"),
-    "python -m sim.sweep.compact /tmp/k_autoscale results/k_autoscale --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'":
-        Runs("python -m sim.sweep.compact {smoke:k_autoscale_smoke} {tmp} --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'"),
+    "python -m sim.presentation.compact /tmp/k_autoscale results/k_autoscale --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'":
+        Runs("python -m sim.presentation.compact {smoke:k_autoscale_smoke} {tmp} --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'"),
     "python -m sim.sweep.capacity_report results/k_autoscale --autoscale":
         Runs("python -m sim.sweep.capacity_report results/k_autoscale --autoscale"),
 }

@@ -17,7 +17,7 @@ from matplotlib.collections import LineCollection  # noqa: E402
 
 from sim.metrics.plots import _heatmap, timeline_figure  # noqa: E402
 from sim.sweep.findings import plot_speedups_vs_k  # noqa: E402
-from sim.sweep.plots import (  # noqa: E402
+from sim.presentation.plots import (  # noqa: E402
     axis_label,
     by_tier,
     migrations_over_time,

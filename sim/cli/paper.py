@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.files import atomic_write
     from sim.sweep.grid import expand
     from sim.sweep.paper import Runs, claims_table, grade_counts, markdown, runs_table
-    from sim.sweep.plots import open_sweep, paper_serving_figure
+    from sim.presentation.plots import open_sweep, paper_serving_figure
 
     if args.readme:
         readme_text(args.readme)  # a README the table cannot go into fails now, not after the sweep

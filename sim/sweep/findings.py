@@ -330,7 +330,7 @@ def plot_speedups_vs_k(
     measure, each with its 95% interval as a band; 1 (the baseline) dashed."""
     import matplotlib.pyplot as plt
 
-    from sim.sweep.plots import axis_label, integer_ticks, plain_log_axis
+    from sim.presentation.plots import axis_label, integer_ticks, plain_log_axis
 
     measures = list(measures or dict.fromkeys(table["measure"]))
     table = table[table["measure"].isin(measures)]
