@@ -38,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from sim.config.loader import read_yaml
     from sim.files import atomic_write
     from sim.sweep.grid import expand
-    from sim.sweep.paper import Runs, claims_table, grade_counts, markdown, runs_table
+    from sim.presentation.markdown import markdown
+    from sim.sweep.paper import Runs, claims_table, grade_counts, runs_table
     from sim.presentation.plots import open_sweep, paper_serving_figure
 
     if args.readme:

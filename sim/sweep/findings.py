@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from sim.sweep.index import ok_rows
-from sim.sweep.paper import markdown
+from sim.presentation.markdown import markdown
 from sim.sweep.stats import paired, ratio_interval
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn

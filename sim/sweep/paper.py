@@ -711,15 +711,3 @@ def runs_table(index: pd.DataFrame) -> pd.DataFrame:
     out = frame[["point", *keep]].rename(columns=columns)
     first = [columns[c] for c in ("part", "scheduler") if c in keep]
     return out[[*first, "point", *[columns[c] for c in keep if columns[c] not in first]]]
-
-
-def markdown(table: pd.DataFrame, floats: Optional[str] = None) -> str:
-    """A GitHub Markdown table (no tabulate dependency)."""
-    def cell(value) -> str:
-        if isinstance(value, float):
-            return "—" if not np.isfinite(value) else (format(value, floats) if floats else f"{value:.4g}")
-        return str(value).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines)
