@@ -8,8 +8,8 @@ against the runner-up, on the same seeds, excludes a tie. Counts over configurat
 the single-tier run once: with K = 1 every request is tier 0, so it is one run under every
 mix and both priority modes.
 
-    python -m sim.sweep.findings results/k_study   # prints the table; writes findings.md,
-                                                   # k_study.png and speedups.csv there
+    python -m sim.studies.findings results/k_study   # prints the table; writes findings.md,
+                                                     # k_study.png and speedups.csv there
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from sim.sweep.index import ok_rows
 from sim.presentation.markdown import markdown
+from sim.sweep.index import ok_rows
 from sim.sweep.stats import paired, ratio_interval
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
