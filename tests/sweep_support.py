@@ -94,7 +94,7 @@ def execute_notebook(name: str, results: Path, studies: Mapping[str, Path] | Non
     import nbformat
     from nbclient import NotebookClient
 
-    from sim.sweep.plots import RESULTS_ENV
+    from sim.presentation.plots import RESULTS_ENV
 
     notebook = nbformat.read(REPO / "notebooks" / f"{name}.ipynb", as_version=4)
     if studies:

@@ -1,6 +1,9 @@
 """The package's shape: its modules import each other without a circle (a circle means two
 parts that cannot be read, tested or replaced apart), counting imports made only for type
-checking and those inside functions too."""
+checking and those inside functions too; and the sweeps' layers point one way: the studies
+(``sim.studies``) and presentation (``sim.presentation``) import the sweep machinery
+(``sim.sweep``), never the reverse; a study may draw through presentation, presentation
+reads no study, and no study imports another (only the shared modules in ``SHARED``)."""
 
 from __future__ import annotations
 
@@ -51,6 +54,34 @@ def circle(graph: dict[str, set[str]]) -> list[str]:
     return []
 
 
+MACHINERY, STUDIES, PRESENTATION = "sweep", "studies", "presentation"  # subpackages of the root
+SHARED = {"agreement"}  # modules of the studies package that are not studies: any study may import them
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def direction_errors(graph: dict[str, set[str]], root: str = "sim") -> list[str]:
+    """Each import of ``graph`` against the layers' direction, as "importer -> imported"."""
+    machinery, studies, presentation = (f"{root}.{name}" for name in (MACHINERY, STUDIES, PRESENTATION))
+    shared = {f"{studies}.{name}" for name in SHARED}
+
+    def is_study(module: str) -> bool:
+        return within(module, studies) and module != studies and module not in shared
+
+    errors = []
+    for importer, imported in sorted(graph.items()):
+        for other in sorted(imported):
+            if within(importer, machinery) and (within(other, studies) or within(other, presentation)):
+                errors.append(f"{importer} -> {other} (the machinery imports no study or presentation)")
+            elif within(importer, presentation) and within(other, studies):
+                errors.append(f"{importer} -> {other} (presentation imports no study)")
+            elif within(importer, studies) and importer != studies and is_study(other):
+                errors.append(f"{importer} -> {other} (a study imports no other study: share through {sorted(shared)})")
+    return errors
+
+
 def test_the_package_imports_without_a_circle():
     graph = import_graph(SIM)
     assert len(graph) > 100 and "sim.engine.inspection" in graph["sim.engine.simulation"]
@@ -78,3 +109,37 @@ def test_every_form_of_import_is_an_edge(tmp_path, statement):
     (package / "a.py").write_text("thing = 1\n")
     (package / "b.py").write_text(f"def late():\n    {statement}\n")
     assert import_graph(package)["pkg.b"] == {"pkg.a"}
+
+
+def test_the_sweeps_layers_point_one_way():
+    graph = import_graph(SIM)
+    assert {"sim.sweep.runner", "sim.studies.paper", "sim.studies.k_map", "sim.presentation.plots"} <= set(graph)
+    assert "sim.studies.agreement" in graph["sim.studies.paper"]  # a study through a shared module
+    assert "sim.presentation.markdown" in graph["sim.studies.findings"]  # a study through presentation
+    assert direction_errors(graph) == []
+
+
+@pytest.mark.parametrize(
+    "importer, statement",
+    [
+        ("sweep/runner.py", "from pkg.studies import paper"),
+        ("sweep/runner.py", "from pkg.presentation.plots import draw"),
+        ("presentation/plots.py", "import pkg.studies.paper"),
+        ("studies/findings.py", "from pkg.studies.paper import markdown"),
+        ("studies/agreement.py", "from pkg.studies import paper"),
+    ],
+)
+def test_the_direction_check_finds_an_import_against_it(tmp_path, importer, statement):
+    package = tmp_path / "pkg"
+    for folder in ("", "sweep", "studies", "presentation"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text("")
+    modules = ("sweep/runner.py", "presentation/plots.py", "studies/paper.py", "studies/findings.py", "studies/agreement.py")
+    for module in modules:
+        (package / module).write_text("draw = markdown = 1\n")
+    (package / "studies/paper.py").write_text("from pkg.studies.agreement import draw\nfrom pkg.sweep import runner\n")
+    (package / "studies/findings.py").write_text("from pkg.presentation.plots import draw\n")
+    assert direction_errors(import_graph(package), root="pkg") == []
+    (package / importer).write_text(f"def late():\n    {statement}\n")
+    (error,) = direction_errors(import_graph(package), root="pkg")
+    assert error.startswith(f"pkg.{importer[:-3].replace('/', '.')} -> ")

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from sim.cli.main import main
-from sim.sweep import capacity_report, compact
+from sim.presentation import compact
+from sim.studies import capacity_report
 from tests.sweep_support import REPO, fake_run_cell
 from tests.test_bad_inputs import exits_2_with_one_line
 from tests.test_bad_inputs_sweeps import GRID, assert_store_whole, stored_runs

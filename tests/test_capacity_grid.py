@@ -265,7 +265,7 @@ def test_the_autoscale_smoke_grid_scales_and_judges_attainment_per_gpu_hour(tmp_
 
 
 def test_the_report_counts_k1_once_and_pairs_the_best_with_the_runner_up(smoke):
-    from sim.sweep.capacity_report import report
+    from sim.studies.capacity_report import report
 
     out, _, index = smoke
     text = report(out)
@@ -302,7 +302,7 @@ def _floor_folders(tmp_path, floors, answers):
 
 
 def test_the_floor_report_matches_no_rate_searches_to_floors_below_the_bound(tmp_path):
-    from sim.sweep.capacity_report import floor_report
+    from sim.studies.capacity_report import floor_report
 
     floors = {("gaussian", 1, 0): [0.97], ("gaussian", 1, 1): [0.96],
               ("gaussian", 3, 0): [0.97, 0.95, 0.96], ("gaussian", 3, 1): [0.97, 0.85, 0.96]}
@@ -316,7 +316,7 @@ def test_the_floor_report_matches_no_rate_searches_to_floors_below_the_bound(tmp
 
 
 def test_the_floor_report_shows_a_no_rate_search_physics_does_not_explain(tmp_path):
-    from sim.sweep.capacity_report import floor_report
+    from sim.studies.capacity_report import floor_report
 
     floors = {("uniform", 2, 0): [0.97, 0.96], ("uniform", 2, 1): [0.97, 0.88]}
     # the seed that misses at no load found a rate, and the one that meets it found none
@@ -326,7 +326,7 @@ def test_the_floor_report_shows_a_no_rate_search_physics_does_not_explain(tmp_pa
 
 
 def test_a_grid_without_one_per_tier_attainment_share_has_no_floor_bound():
-    from sim.sweep.capacity_report import attainment_bound
+    from sim.studies.capacity_report import attainment_bound
 
     assert attainment_bound(["tier*.attainment>=0.9", "e2e_latency.mean<=20"]) == 0.9
     with pytest.raises(ValueError, match="no single per-tier attainment share"):
@@ -334,7 +334,7 @@ def test_a_grid_without_one_per_tier_attainment_share_has_no_floor_bound():
 
 
 def test_the_autoscale_report_pairs_each_configuration_with_infaas_seed_by_seed(tmp_path):
-    from sim.sweep.capacity_report import autoscale_report
+    from sim.studies.capacity_report import autoscale_report
 
     rows = []
     for mix in ("uniform", "enterprise"):
@@ -358,7 +358,7 @@ def test_the_autoscale_report_pairs_each_configuration_with_infaas_seed_by_seed(
 
 
 def test_mixes_that_split_the_tiers_alike_are_one_configuration():
-    from sim.sweep.capacity_report import distinct
+    from sim.studies.capacity_report import distinct
 
     cells = pd.DataFrame(
         [(k, mix, "llumnix") for k in (1, 2, 3, 10) for mix in ("uniform", "gaussian", "enterprise")],
@@ -381,7 +381,7 @@ def test_more_tiers_help_only_where_the_widened_interval_clears_one_tier(gain, n
     import numpy as np
 
     from sim.sweep.capacity_grid import paired_ratio
-    from sim.sweep.capacity_report import best_k
+    from sim.studies.capacity_report import best_k
 
     rng = np.random.default_rng(3)
     rows = []

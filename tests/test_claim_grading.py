@@ -1,4 +1,4 @@
-"""The claims table's grading rules (sim.sweep.agreement): known answers on both sides of
+"""The claims table's grading rules (sim.studies.agreement): known answers on both sides of
 each band, cases that must come out ``differs``, and the interval's coverage."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.sweep.agreement import (
+from sim.studies.agreement import (
     bound_grade,
     direction,
     effect_grade,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from sim.sweep.plots import open_sweep
+from sim.presentation.plots import open_sweep
 from tests.sweep_support import REPO, execute_notebook, images_and_errors, shipped_results
 
 # the full studies committed as compact indexes, and the notebooks that open them

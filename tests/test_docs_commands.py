@@ -68,10 +68,10 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
         Runs("llumsim sweep experiments/grids/k_sweep_smoke.yaml --out {smoke:k_sweep_smoke} --quiet"),
     "llumsim sweep experiments/grids/k_study.yaml --jobs 2 --out /tmp/k_study":
         Runs("llumsim sweep experiments/grids/k_study_smoke.yaml --out {smoke:k_study_smoke} --quiet"),
-    "python -m sim.sweep.findings /tmp/k_study": Runs("python -m sim.sweep.findings {copy:smoke:k_study_smoke}"),
+    "python -m sim.studies.findings /tmp/k_study": Runs("python -m sim.studies.findings {copy:smoke:k_study_smoke}"),
     "experiments/k_map.sh results/k_map --jobs 2":
         Elsewhere("tests/test_k_map.py::test_the_map_script_runs_each_grid_into_its_part_then_the_report"),
-    "python -m sim.sweep.k_map results/k_map --readme README.md":
+    "python -m sim.studies.k_map results/k_map --readme README.md":
         Elsewhere("tests/test_k_map.py::test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_the_readmes"),
     "llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 3":
         Runs("llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 1 --set workload.num_requests=300 --out {tmp}"),
@@ -93,8 +93,8 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # docs/paper.md
     "llumsim paper --only serving-L-L": Runs("llumsim paper --smoke --only serving-L-L --out {smoke:paper_smoke} --quiet"),
     "llumsim paper --readme docs/paper.md": Runs(PAPER),
-    "python -m sim.sweep.compact results/paper results/paper --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0":
-        Runs("python -m sim.sweep.compact {smoke:paper_smoke} {tmp} --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0"),
+    "python -m sim.presentation.compact results/paper results/paper --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0":
+        Runs("python -m sim.presentation.compact {smoke:paper_smoke} {tmp} --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0"),
     # docs/sweeps.md
     "llumsim sweep experiments/grids/k_study.yaml --backend ray [--address HOST:6379]":
         Elsewhere("tests/test_sweep_run.py::test_ray_runs_the_same_cells_to_the_same_index"),
@@ -103,28 +103,28 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # docs/notebooks.md
     "llumsim sweep experiments/grids/stress.yaml --jobs 1 --out /tmp/stress":
         Runs("llumsim sweep experiments/grids/stress_smoke.yaml --out {smoke:stress_smoke} --quiet"),
-    "python -m sim.sweep.compact /tmp/stress results/stress --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0":
-        Runs("python -m sim.sweep.compact {smoke:stress_smoke} {tmp} --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0"),
+    "python -m sim.presentation.compact /tmp/stress results/stress --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0":
+        Runs("python -m sim.presentation.compact {smoke:stress_smoke} {tmp} --metrics 'scaling\\.actions\\.[a-z_]+' --metrics 'faults\\..+' --table cluster:time,instances --where seed=0"),
     # docs/findings.md
-    "python -m sim.sweep.compact /tmp/k_study results/k_study":
-        Runs("python -m sim.sweep.compact {smoke:k_study_smoke} {tmp}"),
-    "python -m sim.sweep.findings results/k_study": Runs("python -m sim.sweep.findings {copy:smoke:k_study_smoke}"),
+    "python -m sim.presentation.compact /tmp/k_study results/k_study":
+        Runs("python -m sim.presentation.compact {smoke:k_study_smoke} {tmp}"),
+    "python -m sim.studies.findings results/k_study": Runs("python -m sim.studies.findings {copy:smoke:k_study_smoke}"),
     "llumsim capacity --grid experiments/grids/k_capacity.yaml --jobs 2":
         Elsewhere("tests/test_capacity_grid.py::test_the_smoke_grid_answers_every_search_consistently_with_its_points"),
-    "python -m sim.sweep.capacity_report results/k_capacity": Runs("python -m sim.sweep.capacity_report results/k_capacity"),
+    "python -m sim.studies.capacity_report results/k_capacity": Runs("python -m sim.studies.capacity_report results/k_capacity"),
     # its smoke grid: 60 requests, K 1/4 x two mixes, one seed (4 runs, 1 simulation)
     "llumsim sweep experiments/grids/slo_floor.yaml --out /tmp/slo_floor":
         Runs("llumsim sweep experiments/grids/slo_floor_smoke.yaml --out {smoke:slo_floor_smoke} --quiet"),
-    "python -m sim.sweep.compact /tmp/slo_floor results/slo_floor --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'":
-        Runs("python -m sim.sweep.compact {smoke:slo_floor_smoke} {tmp} --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'"),
-    "python -m sim.sweep.capacity_report results/k_capacity --floor results/slo_floor":
-        Runs("python -m sim.sweep.capacity_report results/k_capacity --floor results/slo_floor"),
+    "python -m sim.presentation.compact /tmp/slo_floor results/slo_floor --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'":
+        Runs("python -m sim.presentation.compact {smoke:slo_floor_smoke} {tmp} --metrics 'slo\\.(overall|by_tier\\.[0-9]+)\\.(ttft_|tpot_)?attainment'"),
+    "python -m sim.studies.capacity_report results/k_capacity --floor results/slo_floor":
+        Runs("python -m sim.studies.capacity_report results/k_capacity --floor results/slo_floor"),
     "llumsim sweep experiments/grids/k_autoscale.yaml --jobs 2 --out /tmp/k_autoscale":
         Runs("llumsim sweep experiments/grids/k_autoscale_smoke.yaml --out {smoke:k_autoscale_smoke} --quiet"),
-    "python -m sim.sweep.compact /tmp/k_autoscale results/k_autoscale --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'":
-        Runs("python -m sim.sweep.compact {smoke:k_autoscale_smoke} {tmp} --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'"),
-    "python -m sim.sweep.capacity_report results/k_autoscale --autoscale":
-        Runs("python -m sim.sweep.capacity_report results/k_autoscale --autoscale"),
+    "python -m sim.presentation.compact /tmp/k_autoscale results/k_autoscale --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'":
+        Runs("python -m sim.presentation.compact {smoke:k_autoscale_smoke} {tmp} --metrics 'slo\\..+' --metrics 'cost\\..+' --metrics 'scaling\\.actions\\.[a-z_]+'"),
+    "python -m sim.studies.capacity_report results/k_autoscale --autoscale":
+        Runs("python -m sim.studies.capacity_report results/k_autoscale --autoscale"),
 }
 
 
@@ -280,7 +280,7 @@ def test_the_tables_the_docs_quote_are_those_their_commands_write(placeholders, 
     findings, gpus = (REPO / "docs" / "findings.md").read_text(encoding="utf-8").split("## The K-tier question in GPUs")
     committed = (REPO / "results" / "k_study" / "findings.md").read_text(encoding="utf-8")
     assert [row for row in rows(findings) if row not in committed] == []
-    reports = "".join(printed(c, placeholders, capsys) for c in RUNS if c.startswith("python -m sim.sweep.capacity_report"))
+    reports = "".join(printed(c, placeholders, capsys) for c in RUNS if c.startswith("python -m sim.studies.capacity_report"))
     assert [line for line in rows(gpus) + quotes(gpus) if line not in reports] == []
 
 

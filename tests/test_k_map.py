@@ -1,4 +1,4 @@
-"""The K map's conclusions (``sim.sweep.k_map``): each label comes from the verdicts by its
+"""The K map's conclusions (``sim.studies.k_map``): each label comes from the verdicts by its
 rule and can come out against a claim; a claim's verdict per condition reads its
 comparisons' intervals; K-over-K ratios are paired seed by seed; the committed table is the
 one the README shows."""
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.sweep.k_map import (
+from sim.studies.k_map import (
     CLAIMS,
     NOMINAL,
     README_BEGIN,
@@ -149,5 +149,5 @@ def test_the_map_script_runs_each_grid_into_its_part_then_the_report(tmp_path):
         "-m sim capacity --grid experiments/grids/k_map.yaml --out OUT/main --jobs 2",
         "-m sim capacity --grid experiments/grids/k_map_bands.yaml --out OUT/bands --jobs 2",
         "-m sim capacity --grid experiments/grids/k_map_scale.yaml --out OUT/scale --jobs 2",
-        "-m sim.sweep.k_map OUT",
+        "-m sim.studies.k_map OUT",
     ]

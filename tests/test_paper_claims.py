@@ -18,7 +18,7 @@ from sim.config import load_config
 from sim.config.loader import read_yaml
 from sim.sweep.grid import load_grid
 from sim.workload import build_workload
-from sim.sweep.paper import (
+from sim.studies.paper import (
     E2E,
     PRE,
     Note,

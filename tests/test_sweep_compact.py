@@ -9,9 +9,9 @@ import json
 import pandas as pd
 import pytest
 
-from sim.sweep.compact import main, write_compact
+from sim.presentation.compact import main, write_compact
 from sim.sweep.folder import prepare_results_folder
-from sim.sweep.plots import open_sweep
+from sim.presentation.plots import open_sweep
 
 COLUMNS = ["workload.priority.tiers", "scheduler"]
 

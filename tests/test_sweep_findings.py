@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.sweep.findings import (
+from sim.studies.findings import (
     best_k,
     cost_note,
     figure,

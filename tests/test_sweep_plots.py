@@ -16,8 +16,8 @@ import pytest  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
 from sim.metrics.plots import _heatmap, timeline_figure  # noqa: E402
-from sim.sweep.findings import plot_speedups_vs_k  # noqa: E402
-from sim.sweep.plots import (  # noqa: E402
+from sim.studies.findings import plot_speedups_vs_k  # noqa: E402
+from sim.presentation.plots import (  # noqa: E402
     axis_label,
     by_tier,
     migrations_over_time,

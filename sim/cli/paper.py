@@ -37,9 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from sim.config import ConfigError
     from sim.config.loader import read_yaml
     from sim.files import atomic_write
+    from sim.presentation.markdown import markdown
+    from sim.presentation.plots import open_sweep, paper_serving_figure
+    from sim.studies.paper import Runs, claims_table, grade_counts, runs_table
     from sim.sweep.grid import expand
-    from sim.sweep.paper import Runs, claims_table, grade_counts, markdown, runs_table
-    from sim.sweep.plots import open_sweep, paper_serving_figure
 
     if args.readme:
         readme_text(args.readme)  # a README the table cannot go into fails now, not after the sweep

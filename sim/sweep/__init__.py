@@ -1,5 +1,5 @@
 """Experiments over many runs: grids, a resumable results store, local and Ray backends,
-statistics over seeds, cost and capacity search, and the plots the notebooks draw.
+statistics over seeds, cost and capacity search.
 
 Every simulation goes through one adapter, ``sim.sweep.cell.run_cell``.
 """

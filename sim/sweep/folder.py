@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sim.files import check_output_folder, make_folder
 
-RESULTS_FOLDERS = frozenset({"runs", "tables"})  # the store (sim.sweep.store); a compact copy's kept tables (sim.sweep.compact)
+RESULTS_FOLDERS = frozenset({"runs", "tables"})  # the store (sim.sweep.store); a compact copy's kept tables (sim.presentation.compact)
 RESULTS_FILES = frozenset(
     {
         "index.parquet",  # sim.sweep.index

@@ -103,7 +103,7 @@ def write_table(frame: pd.DataFrame, out_dir: Path, stem: str) -> list[str]:
 def select(frame: pd.DataFrame, where: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Rows whose columns equal ``where``'s values (a list: any of them; None or NaN: a
     missing value). The one row filter of indexes and run tables, for notebooks too
-    (``sim.sweep.plots`` exports it)."""
+    (``sim.presentation.plots`` exports it)."""
     mask = pd.Series(True, index=frame.index)
     for column, value in (where or {}).items():
         values = list(value) if isinstance(value, (list, tuple, set)) else [value]

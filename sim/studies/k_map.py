@@ -1,7 +1,7 @@
 """The K map (issue 29): which conclusions about K priority tiers survive the contract, the
 cluster size and the replica model's error, read from the three capacity grids.
 
-``python -m sim.sweep.k_map results/k_map [--readme README.md]`` reads ``main/``
+``python -m sim.studies.k_map results/k_map [--readme README.md]`` reads ``main/``
 (``experiments/grids/k_map.yaml``: 16 instances, every contract), ``bands/``
 (``k_map_bands``: step time x0.9/x1.1, KV capacity -5%/+5%) and ``scale/`` (``k_map_scale``:
 4, 8 and 32 instances; its 16-instance point is main's), and writes ``conclusions.md``/``.csv`` (one row per claim), ``map.png``
@@ -407,7 +407,7 @@ def scale_figure(kmap: KMap) -> "Figure":
 
 # --------------------------------------------------------------------------- command
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim.sweep.k_map", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sim.studies.k_map", description=__doc__.split("\n")[0])
     parser.add_argument("folder", type=Path, help="the K map's results (main/, bands/, scale/)")
     parser.add_argument("--readme", type=Path, help=f"also rewrite the table between {README_BEGIN} and {README_END}")
     parser.add_argument("--no-plots", action="store_true", help="write the tables only")

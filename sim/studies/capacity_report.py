@@ -1,6 +1,6 @@
 """The K-tier capacity answer as Markdown, from a capacity grid's tables (``capacity_grid``).
 
-``python -m sim.sweep.capacity_report results/k_capacity`` prints, per tier mix, capacity
+``python -m sim.studies.capacity_report results/k_capacity`` prints, per tier mix, capacity
 per GPU against K for every scheme (mean over seeds, Student-t 95% interval) and its paired
 ratio to the baseline; then, per scheme, in how many distinct configurations that ratio's
 interval lies above 1, below 1 or across it (K = 1 is one configuration whatever the mix,

@@ -132,8 +132,8 @@ class Sweep:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def _kept_table(self, name: str, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        """Per run key, its rows of table ``name`` in a compact copy (``sim.sweep.compact``)."""
-        from sim.sweep.compact import RUN_KEY, TABLES, kept_runs
+        """Per run key, its rows of table ``name`` in a compact copy (``sim.presentation.compact``)."""
+        from sim.presentation.compact import RUN_KEY, TABLES, kept_runs
 
         rebuild = f"run llumsim sweep {self.meta.get('source', 'its grid')} for them"
         path = self.root / TABLES / f"{name}.parquet"
@@ -184,7 +184,7 @@ def _missing(root: Path, study: str | Path, what: str, command: str) -> FileNotF
 
 def open_sweep(study: str | Path, results: str | Path | None = None) -> Sweep:
     """Read a study folder (``study_folder``) as written by ``llumsim sweep`` or committed by
-    ``sim.sweep.compact`` (no aggregate: it is computed from the index)."""
+    ``sim.presentation.compact`` (no aggregate: it is computed from the index)."""
     root = study_folder(study, results)
     if not (root / "sweep.json").is_file():
         raise _missing(root, study, "sweep", "llumsim sweep")

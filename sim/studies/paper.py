@@ -5,7 +5,7 @@ claim is about), the statistic llumsim computes on them, and the paper's figure.
 statistic is computed per *point* (a part at one rate, CV or threshold) and per seed on
 paired runs — baseline ÷ Llumnix for a ratio, 1 − Llumnix ÷ baseline for a reduction or
 saving, Llumnix ÷ baseline − 1 for an increase — and averaged over seeds with its interval
-(``sim.sweep.agreement``). Every point is graded against the paper's figure; the row gives:
+(``sim.studies.agreement``). Every point is graded against the paper's figure; the row gives:
 
 - for a single figure (the paper's "up to" included: the points of the paper's own
   set-up are each graded against it, never the maximum over set-ups), the median over the
@@ -16,7 +16,7 @@ saving, Llumnix ÷ baseline − 1 for an increase — and averaged over seeds wi
 
 plus how many points agree and, separately, the direction (Llumnix better, worse or even
 at how many points: "even" when the interval spans parity). The grading rule is in
-``sim.sweep.agreement``. Notes say why a figure differs; every number in one is formatted
+``sim.studies.agreement``. Notes say why a figure differs; every number in one is formatted
 from the runs (or a run's config), never typed (``Note``).
 """
 
@@ -30,8 +30,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from sim.sweep import agreement as grading
-from sim.sweep.agreement import Estimate
+from sim.studies import agreement as grading
+from sim.studies.agreement import Estimate
 
 REAL = ("serving-sharegpt", "serving-burstgpt")
 SYNTHETIC = ("serving-S-S", "serving-M-M", "serving-L-L", "serving-S-L", "serving-L-S")
@@ -90,7 +90,7 @@ class Kind:
     geometric: bool
     parity: Optional[float]  # None: the statistic compares no two schedulers
     higher_is_better: bool
-    gain: Callable[[float], float]  # the effect the grading compares (sim.sweep.agreement)
+    gain: Callable[[float], float]  # the effect the grading compares (sim.studies.agreement)
     text: Callable[[float], str]
 
 
@@ -711,15 +711,3 @@ def runs_table(index: pd.DataFrame) -> pd.DataFrame:
     out = frame[["point", *keep]].rename(columns=columns)
     first = [columns[c] for c in ("part", "scheduler") if c in keep]
     return out[[*first, "point", *[columns[c] for c in keep if columns[c] not in first]]]
-
-
-def markdown(table: pd.DataFrame, floats: Optional[str] = None) -> str:
-    """A GitHub Markdown table (no tabulate dependency)."""
-    def cell(value) -> str:
-        if isinstance(value, float):
-            return "—" if not np.isfinite(value) else (format(value, floats) if floats else f"{value:.4g}")
-        return str(value).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines)

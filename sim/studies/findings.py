@@ -8,8 +8,8 @@ against the runner-up, on the same seeds, excludes a tie. Counts over configurat
 the single-tier run once: with K = 1 every request is tier 0, so it is one run under every
 mix and both priority modes.
 
-    python -m sim.sweep.findings results/k_study   # prints the table; writes findings.md,
-                                                   # k_study.png and speedups.csv there
+    python -m sim.studies.findings results/k_study   # prints the table; writes findings.md,
+                                                     # k_study.png and speedups.csv there
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
+from sim.presentation.markdown import markdown
 from sim.sweep.index import ok_rows
-from sim.sweep.paper import markdown
 from sim.sweep.stats import paired, ratio_interval
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
@@ -330,7 +330,7 @@ def plot_speedups_vs_k(
     measure, each with its 95% interval as a band; 1 (the baseline) dashed."""
     import matplotlib.pyplot as plt
 
-    from sim.sweep.plots import axis_label, integer_ticks, plain_log_axis
+    from sim.presentation.plots import axis_label, integer_ticks, plain_log_axis
 
     measures = list(measures or dict.fromkeys(table["measure"]))
     table = table[table["measure"].isin(measures)]

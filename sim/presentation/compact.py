@@ -2,11 +2,11 @@
 coordinates, seed and the columns the findings and notebooks read, plus ``sweep.json``, and
 optionally a few per-run tables of a subset of its runs (``tables/<table>.parquet``: the
 rows of every kept run, each with its run key, and only the columns named if any). A fresh clone then opens it with
-``sim.sweep.plots.open_sweep`` without re-running (the aggregate is recomputed from the
+``sim.presentation.plots.open_sweep`` without re-running (the aggregate is recomputed from the
 index on opening; ``Sweep.table`` reads the kept tables, and names what was not kept).
 
-    python -m sim.sweep.compact /path/to/results/k_study results/k_study
-    python -m sim.sweep.compact results/paper results/paper \\
+    python -m sim.presentation.compact /path/to/results/k_study results/k_study
+    python -m sim.presentation.compact results/paper results/paper \\
         --metrics 'migration\\.(aborted|churn\\.[a-z0-9_]+|migrating_fraction\\.mean)' \\
         --table migrations:start,blocks,downtime,outcome --where scheduler=llumnix --where seed=0
 
