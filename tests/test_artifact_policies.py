@@ -295,7 +295,7 @@ def test_per_step_reports_are_scheduling_snapshots_and_an_idle_instance_reports_
     """llm_engine.py::step and llm_engine_manager.py::progress_output: one report per executed
     step, taken when the step is scheduled and delivered when it ends. A loop that finds
     nothing more to run reports the instance as it is then (the artifact's early return of
-    ``step`` after a drop; INV-idle-view for the rest, where the artifact's view stays on the
+    ``step`` after a drop; INV-4 idle-view for the rest, where the artifact's view stays on the
     last busy snapshot), so the view ends empty, as the prose presets' periodic reports see it."""
     from sim.engine import Simulation
     from tests.doubles import LinearTimer, make_config, make_transfer, make_workload

@@ -1,5 +1,5 @@
 """The block ledger (``sim.instance.blocks``): every block free, held or reserved, with
-identity, whatever it is asked (INV-blocks)."""
+identity, whatever it is asked (INV-1 blocks)."""
 
 from __future__ import annotations
 

@@ -62,10 +62,10 @@ def test_a_shipped_rule_can_be_subclassed_and_its_override_is_used():
 
 
 def test_the_docs_example_of_a_new_rule_is_code_that_registers_it():
-    """docs/architecture.md's "Adding a policy" shows the code as it is: run verbatim, it adds the rule."""
+    """docs/ARCHITECTURE.md's "Adding a policy" shows the code as it is: run verbatim, it adds the rule."""
     from tests.sweep_support import REPO
 
-    page = (REPO / "docs" / "architecture.md").read_text()
+    page = (REPO / "docs" / "ARCHITECTURE.md").read_text()
     example = page.split("**Adding a policy**", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {}
     exec(example, namespace)

@@ -42,7 +42,7 @@ def test_every_committed_study_opens_in_a_fresh_clone_with_all_its_seeds(clone):
 
 
 def test_no_committed_run_of_the_fixed_engine_showed_an_idle_instance_busy(clone):
-    """INV-idle-view on every run the idle-instance fix re-made: the summary's stale idle
+    """INV-4 idle-view on every run the idle-instance fix re-made: the summary's stale idle
     seconds are 0 — except in the paper grid's part run with the artifact's reporting, whose
     emptied instances keep their last busy snapshot (so the figure can come out otherwise)."""
     results, _ = clone

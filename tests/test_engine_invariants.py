@@ -170,7 +170,7 @@ def check_conserved(s) -> None:
         else:
             assert request.abort_reason in ALLOWED_ABORTS
     assert result.leaked_blocks == 0  # on every instance, removed ones included
-    # INV-idle-view: checked at the end of every idle stretch (strict with check_every_step:
+    # INV-4 idle-view: checked at the end of every idle stretch (strict with check_every_step:
     # a stale view raises there); none of them counted a second
     assert result.stale_idle_seconds == 0.0
     for instance in simulation.live_ids:

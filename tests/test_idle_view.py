@@ -1,4 +1,4 @@
-"""INV-idle-view: an idle instance's last report in the scheduler's view shows it idle.
+"""INV-4 idle-view: an idle instance's last report in the scheduler's view shows it idle.
 
 An instance that dropped a request (it outgrew every block) used to keep the report taken
 before the drop, full, and serve nothing for the rest of the run; the artifact's step that

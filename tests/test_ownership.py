@@ -1,5 +1,5 @@
-"""Who writes what: only a request changes its own fields (INV-request-owns-its-fields) and
-only the ledger changes a block count (INV-blocks), found by walking every module's
+"""Who writes what: only a request changes its own fields (INV-2 request-owns-its-fields) and
+only the ledger changes a block count (INV-1 blocks), found by walking every module's
 assignments."""
 
 from __future__ import annotations

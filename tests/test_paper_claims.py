@@ -144,8 +144,9 @@ def test_cost_saving_is_read_at_equal_p99_prefill_on_the_llumnix_line_of_the_sam
     assert row["llumsim"] == "40.0%" and row["agreement"] == "match" and row["points"] == "1/1 match (1 seed)"
 
 
-# a note may name percentiles (P99) and claim ids (C32); any other digit is a typed number
-NAMES = re.compile(r"\bP\d+\b|\bC\d+[a-z]?\b")
+# a note may name percentiles (P99), claim ids (C32) and invariants (INV-4); any other digit
+# is a typed number
+NAMES = re.compile(r"\bP\d+\b|\bC\d+[a-z]?\b|\bINV-\d+\b")
 
 
 def typed_digits(note: Note) -> list[str]:

@@ -11,7 +11,7 @@ A step loop that finds nothing to run delivers the instance's state then, if the
 anything else (``deliver_if_changed``): the artifact's step that drops a request and
 schedules nothing still returns the ``instance_info`` its ``schedule()`` computed after the
 drop (``vllm/simulator/llm_engine.py``, the early return of ``step``; the benchmark's
-``update_from_step`` delivers it). INV-idle-view: an idle instance's last report in the scheduler's
+``update_from_step`` delivers it). INV-4 idle-view: an idle instance's last report in the scheduler's
 view shows it idle (``sim.engine.idle_watch`` checks it).
 """
 
@@ -55,7 +55,7 @@ class StepReports:
 
     def deliver_if_changed(self, report: LoadReport) -> None:
         """Deliver ``report`` if the view holds another state for its instance (a step loop
-        going idle: the artifact reports after a drop; INV-idle-view for the rest). An
+        going idle: the artifact reports after a drop; INV-4 idle-view for the rest). An
         instance the view has not heard of yet stays unheard: it has executed no step, and
         dispatch goes round-robin until every instance has reported."""
         known = self.reports.get(report[0])

@@ -203,7 +203,7 @@ class SchedulerConfig:
     priority: SchedulerPriorityConfig = field(default_factory=SchedulerPriorityConfig)
     reports: Optional[Literal["per-step", "periodic"]] = None  # when instances report load
     # what a per-step loop that finds nothing to run reports: "always" its state then, if the
-    # view holds another (INV-idle-view); "artifact" only after it dropped a request, as the
+    # view holds another (INV-4 idle-view); "artifact" only after it dropped a request, as the
     # artifact's early return of step does (after the last request finished or migrated out,
     # its view keeps the last busy snapshot)
     idle_reports: Literal["always", "artifact"] = "always"

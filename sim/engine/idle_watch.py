@@ -1,4 +1,4 @@
-"""INV-idle-view: an idle instance's last report in the scheduler's view shows it idle.
+"""INV-4 idle-view: an idle instance's last report in the scheduler's view shows it idle.
 
 An instance that serves nothing while the scheduler's view says it is busy is a GPU paid for
 and unused: freeness dispatch never picks it, and with per-step reports an idle instance
@@ -22,7 +22,7 @@ from sim.instance.load import LoadReport, reports_idle
 
 
 class StaleViewError(AssertionError):
-    """INV-idle-view broke: an idle instance stayed busy in the scheduler's view past its next report."""
+    """INV-4 idle-view broke: an idle instance stayed busy in the scheduler's view past its next report."""
 
 
 class IdleWatch:

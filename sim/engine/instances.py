@@ -39,7 +39,7 @@ class StepLog:
     check_every_step: bool = False  # verify block conservation after every iteration (tests)
     # per-step load reports: the state at a step's scheduling, delivered when it ends
     step_reports: Optional[StepReports] = None
-    idle_watch: Optional[IdleWatch] = None  # INV-idle-view: idle stretches against the view
+    idle_watch: Optional[IdleWatch] = None  # INV-4 idle-view: idle stretches against the view
     # an idle loop reports whenever the view holds another state (scheduler.idle_reports
     # "always"), or only after a drop ("artifact")
     idle_reports_always: bool = True
@@ -147,7 +147,7 @@ class StepLoop:
         """Nothing to run: the scheduler hears the instance as it is now if its view holds
         anything else — after a drop, as the artifact's early return of ``step`` reports;
         with ``scheduler.idle_reports: always`` also after the last request finished or
-        migrated out, which the artifact leaves stale (INV-idle-view,
+        migrated out, which the artifact leaves stale (INV-4 idle-view,
         ``sim.engine.idle_watch``) — and an empty instance starts an idle stretch. The wake
         event is already set, so whatever the report starts may wake this loop."""
         llumlet = self.llumlet

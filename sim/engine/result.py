@@ -62,7 +62,7 @@ class SimulationResult:
     fault_log: list[FaultEvent] = field(default_factory=list)
     not_arrived: int = 0  # requests of the workload that had not arrived when the run stopped
     leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)
-    # INV-idle-view (sim.engine.idle_watch): idle stretches checked, and the instance-seconds
+    # INV-4 idle-view (sim.engine.idle_watch): idle stretches checked, and the instance-seconds
     # of them the scheduler's view still showed the instance busy after its report was due
     idle_stretches: int = 0
     stale_idle_seconds: float = 0.0

@@ -360,7 +360,7 @@ class Simulation:
 
     def _end_idle_stretch(self, instance_id: int) -> None:
         """Work is on its way to the instance (a request, or a migration that will reserve
-        blocks on it without waking it): it is no longer idle (INV-idle-view)."""
+        blocks on it without waking it): it is no longer idle (INV-4 idle-view)."""
         if self.steps.idle_watch is not None:
             self.steps.idle_watch.ended(instance_id, self.env.now)
 

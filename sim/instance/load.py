@@ -49,7 +49,7 @@ class LoadReport(NamedTuple):
 
 def reports_idle(report: LoadReport) -> bool:
     """The report shows an instance that holds nothing: no request running or queued, no
-    block allocated or reserved (INV-idle-view asks this of an idle instance's last report)."""
+    block allocated or reserved (INV-4 idle-view asks this of an idle instance's last report)."""
     return not (report.num_running or report.num_waiting or report.used_blocks or report.reserved_blocks)
 
 

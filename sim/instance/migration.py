@@ -266,5 +266,5 @@ class _Handshake:
         if self.suspended and request.state is RequestState.SUSPENDED:
             source.resume(request)  # the request carries on at the source
         # the source may have emptied meanwhile (the request finished there): woken, an idle
-        # source reports itself no longer migrating (INV-idle-view)
+        # source reports itself no longer migrating (INV-4 idle-view)
         self.wake(source)

@@ -196,7 +196,7 @@ def summarize(
             "mean_fraction": float(cluster["fragmented_fraction"].mean()) if len(cluster) else 0.0,
         },
         "memory": {"mean_kv_occupancy": mean_kv_occupancy(cluster, result.capacity_blocks)},
-        # INV-idle-view: instance-seconds idle while the scheduler's view said busy (0 unless
+        # INV-4 idle-view: instance-seconds idle while the scheduler's view said busy (0 unless
         # an idle instance went unheard past its next report; sim.engine.idle_watch)
         "scheduler_view": {
             "idle_stretches": result.idle_stretches,

@@ -47,7 +47,7 @@ KEPT = tuple(
         r"slo\.(overall|by_tier\.\d+)\.attainment",
         r"slo\.tiers_met",
         r"capacity\.[a-z_]+",
-        r"scheduler_view\.stale_idle_instance_seconds",  # INV-idle-view: 0 in every run
+        r"scheduler_view\.stale_idle_instance_seconds",  # INV-4 idle-view: 0 in every run
     )
 )
 

@@ -413,7 +413,7 @@ def _artifact_reports_values(column: str) -> Callable[[Runs], Optional[dict]]:
 
 def _artifact_reports_note(column: str) -> Note:
     return Note(
-        "llumsim's instances report themselves when they empty (INV-idle-view, "
+        "llumsim's instances report themselves when they empty (INV-4 idle-view, "
         "scheduler.idle_reports: always); the artifact's keep their last busy snapshot in the "
         "view, which its priority dispatch reads",
         "with the artifact's reporting for both schedulers (grid part " + ARTIFACT_REPORTS + ") "
