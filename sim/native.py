@@ -146,7 +146,7 @@ class _SourceFirst:
 
 def guard() -> None:
     """Called as ``sim`` is imported, before any compiled module: load from source what
-    must not run compiled."""
+    must not run compiled (INV-8 current-build)."""
     stray = stray_modules()
     if stray:
         sys.meta_path.insert(0, _SourceFirst(stray))

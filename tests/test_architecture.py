@@ -1,4 +1,4 @@
-"""The package's shape: its modules import each other without a circle (a circle means two
+"""INV-7 layers. The package's shape: its modules import each other without a circle (a circle means two
 parts that cannot be read, tested or replaced apart), counting imports made only for type
 checking and those inside functions too; and the sweeps' layers point one way: the studies
 (``sim.studies``) and presentation (``sim.presentation``) import the sweep machinery
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,28 @@ def test_the_direction_check_finds_an_import_against_it(tmp_path, importer, stat
     (package / importer).write_text(f"def late():\n    {statement}\n")
     (error,) = direction_errors(import_graph(package), root="pkg")
     assert error.startswith(f"pkg.{importer[:-3].replace('/', '.')} -> ")
+
+
+INVARIANT = re.compile(r"^- \*\*(INV-\d+) ([a-z-]+)\*\*", re.M)
+
+
+def cited(folder: Path, invariant: str) -> list[str]:
+    pattern = re.compile(rf"\b{invariant}\b")
+    return sorted(str(p.relative_to(folder.parent)) for p in folder.rglob("*.py") if pattern.search(p.read_text()))
+
+
+def test_every_named_invariant_is_cited_where_the_code_keeps_it_and_in_a_test():
+    guide = (SIM.parent / "docs" / "ARCHITECTURE.md").read_text()
+    named = INVARIANT.findall(guide)
+    assert [number for number, _ in named] == [f"INV-{n}" for n in range(1, len(named) + 1)]
+    assert len(named) >= 8
+    tests = SIM.parent / "tests"
+    uncited = [
+        f"{number} {name} in {folder.name}/"
+        for number, name in named
+        for folder in (SIM, tests)
+        if not cited(folder, number)
+    ]
+    assert uncited == []
+    # the check itself: an invariant no file names is reported
+    assert cited(SIM, "INV-99") == []

@@ -1,4 +1,5 @@
-"""Conservation and determinism of whole simulations on random small clusters and workloads."""
+"""Conservation and determinism of whole simulations on random small clusters and workloads:
+INV-1 blocks, INV-3 ends-once, INV-4 idle-view, INV-5 commit-or-abort, INV-6 same-result."""
 
 from __future__ import annotations
 

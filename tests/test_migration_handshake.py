@@ -1,4 +1,5 @@
-"""The migration handshake: pre-allocate/ACK/ABORT, post-stage checks, commit."""
+"""The migration handshake: pre-allocate/ACK/ABORT, post-stage checks, commit (INV-5
+commit-or-abort)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The optional compiled engine (``sim.native``): a build out of date with its sources (or
-switched off) is never imported, and a build gives the same request tables as pure Python."""
+switched off) is never imported (INV-8 current-build), and a build gives the same request
+tables as pure Python (INV-6 same-result)."""
 
 from __future__ import annotations
 

@@ -225,7 +225,8 @@ class Simulation:
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
-        endpoint (a migration created this instant counts: it took both ends at once)."""
+        endpoint (a migration created this instant counts: it took both ends at once; INV-5
+        commit-or-abort)."""
         removed: list[int] = []
         if not self.draining:
             return removed  # every tick asks; mostly nothing drains
@@ -391,7 +392,8 @@ class Simulation:
             index = end
 
     def _request_done(self, request: Request) -> None:
-        """Every request ends here exactly once: finished, or aborted with a reason."""
+        """Every request ends here exactly once: finished, or aborted with a reason (INV-3
+        ends-once)."""
         if self._done[request.id]:
             raise AssertionError(f"request {request.id} ended twice")
         self._done[request.id] = 1

@@ -1,4 +1,5 @@
-"""Paged KV-cache accounting for one instance: the ledger owns the blocks.
+"""Paged KV-cache accounting for one instance: the ledger owns the blocks (INV-1 blocks,
+``docs/ARCHITECTURE.md``).
 
 Every block has an id. A block is free, in a resident request's block table, or reserved for
 an incoming migration (pre-allocated before a stage, moved into the request's table at commit

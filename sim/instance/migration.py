@@ -1,4 +1,6 @@
-"""Moving a running request between llumlets: the staged live-migration handshake.
+"""Moving a running request between llumlets: the staged live-migration handshake. The
+request stays resident at its source until the commit, and every migration ends committed
+or aborted with a reason (INV-5 commit-or-abort).
 
 One migration is one process (``migrate``), read top to bottom:
 

@@ -1,4 +1,5 @@
-"""One inference request as the simulator tracks it across instances.
+"""One inference request as the simulator tracks it across instances; its fields change only
+through its own methods, one per event of its life (INV-2 request-owns-its-fields).
 
 Token accounting follows vLLM: before an iteration a request needs KV blocks for
 ``prompt + generated`` tokens; a prefill (fresh or recompute) processes all of them and a

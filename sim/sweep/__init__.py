@@ -1,7 +1,9 @@
 """Experiments over many runs: grids, a resumable results store, local and Ray backends,
 statistics over seeds, cost and capacity search.
 
-Every simulation goes through one adapter, ``sim.sweep.cell.run_cell``.
+Every simulation goes through one adapter, ``sim.sweep.cell.run_cell``. This machinery
+imports no study (``sim.studies``) and no presentation (``sim.presentation``); they import
+it (INV-7 layers).
 """
 
 from sim.lazy import lazy_exports

@@ -46,6 +46,8 @@ _ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS, _URGENCY = range(6)
 
 
 def _rng(seed: int, part: int) -> np.random.Generator:
+    """One generator per part of the workload, from the config's seed alone (INV-6
+    same-result: a part drawing more numbers moves no other part's draws)."""
     return np.random.default_rng([seed, part])
 
 
