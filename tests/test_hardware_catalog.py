@@ -76,7 +76,7 @@ def test_llama_1_shapes(name, layers, hidden, heads, mlp):
 
 
 def test_default_tensor_parallelism_per_model():
-    assert [(layout.model, layout.tensor_parallel) for layout in LAYOUTS] == [
+    assert [(layout.model, layout.tensor_parallel) for layout in LAYOUTS if layout.device == "a10"] == [
         ("llama-7b", 1),
         ("llama-30b", 4),
     ]
