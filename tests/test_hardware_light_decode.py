@@ -103,16 +103,22 @@ def test_decode_scale_multiplies_the_gpu_time_of_decode_only_iterations():
 
 
 def test_defaults_are_the_measured_overheads_the_calibration_assumed():
-    """Schema, loader and fit record agree, so a default run is the calibrated model."""
+    """Schema, loader, the A10 entry's reference and fit record agree, so a default run is the
+    calibrated model."""
     fitted = json.loads(FIT_JSON.read_text())["constants"]
     assert fitted["overhead_base_ms"] == overheads.BASE_MS
     assert fitted["overhead_per_request_ms"] == overheads.PER_REQUEST_MS
+    a10 = overheads.engine_overheads(find_layout("llama-7b", "a10", None).device_sku.cpu_overheads)
+    assert (a10.base_ms, a10.per_request_ms) == (overheads.BASE_MS, overheads.PER_REQUEST_MS)
     defaults = inspect.signature(load_replica_model).parameters
     cluster = ClusterConfig()
     assert cluster.overhead.base == pytest.approx(overheads.BASE_MS * 1e-3, rel=1e-12)
     assert cluster.overhead.per_request == pytest.approx(overheads.PER_REQUEST_MS * 1e-3, rel=1e-12)
-    assert defaults["overhead_base"].default == pytest.approx(cluster.overhead.base, rel=1e-12)
-    assert defaults["overhead_per_request"].default == pytest.approx(cluster.overhead.per_request, rel=1e-12)
+    # None: the device entry's reference, here the A10's
+    assert defaults["overhead_base"].default is defaults["overhead_per_request"].default is None
+    model = replica("llama-7b")
+    assert model.overhead_base == pytest.approx(cluster.overhead.base, rel=1e-12)
+    assert model.overhead_per_request == pytest.approx(cluster.overhead.per_request, rel=1e-12)
     assert defaults["decode_scale"].default == cluster.decode_scale == 1.0
 
 

@@ -42,3 +42,20 @@ def test_no_finished_request_gives_nan_not_an_error():
 def test_a_negative_price_is_a_config_error_naming_the_key():
     with pytest.raises(ConfigError, match="cost.gpu_hour_price"):
         load_config(base={"cost": {"gpu_hour_price": -1}})
+
+
+def test_sku_prices_bill_each_pool_at_its_devices_list_price():
+    """``cost.sku_prices``: the A10 entry's on-demand price instead of ``gpu_hour_price``."""
+    config = load_config(base={"cluster": {"model": "llama-30b"}, "cost": {"sku_prices": True}})
+    cost = cost_summary(config, {"cluster": 1800.0}, 900.0, pd.Series([1.0, 3.0]))
+    assert cost["gpu_hours"] == pytest.approx(2.0)
+    assert cost["gpu_hour_price"] == 1.29 and cost["cost"] == pytest.approx(2.0 * 1.29)
+
+
+def test_the_default_prices_are_unchanged_and_leave_the_config_hash_alone():
+    from sim.config.loader import to_dict
+
+    default = load_config(base={})
+    assert "sku_prices" not in to_dict(default)["cost"]  # runs stored before keep their keys
+    cost = cost_summary(default, {"cluster": 7200.0}, 3600.0, pd.Series([1.0]))
+    assert cost["gpu_hour_price"] == 1.0 and cost["cost"] == cost["gpu_hours"] == 2.0

@@ -1,4 +1,5 @@
-"""Fit the KV transfer model to the A10 migration measurements; writes ``transfer_fit.json``.
+"""Fit the KV transfer model to the A10 migration measurements; writes the A10 nodes' fit
+(``transfer_fit.json``, named by their node SKU entries' ``transfer_fit``).
 
 ``python -m sim.bench.fit_transfer`` (deterministic, seconds):
 
@@ -28,7 +29,6 @@ from sim.bench.migration import (
     reference_ms,
     run_bench,
 )
-from sim.hardware.transfer import TRANSFER_FIT_JSON
 
 MAX_ROUNDS = 8
 # the starting point of the fit; the network is no limit (a 7B instance is one GPU, and only
@@ -99,11 +99,21 @@ def fit() -> dict:
     }
 
 
+def fit_json():
+    """The one fit file the fitted layouts' node entries name (LLaMA-7B's and LLaMA-30B's)."""
+    from sim.hardware.catalog import DEFAULT_DEVICE, find_layout
+
+    fitted = (TRANSFER_FIT_MODEL, "llama-30b")
+    (path,) = {find_layout(model, DEFAULT_DEVICE, None).transfer_fit_json for model in fitted}
+    return path
+
+
 def main() -> None:
     result = fit()
-    TRANSFER_FIT_JSON.write_text(json.dumps(result, indent=2) + "\n")
+    path = fit_json()
+    path.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
-    print(f"wrote {TRANSFER_FIT_JSON}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

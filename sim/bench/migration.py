@@ -28,7 +28,6 @@ LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
 MODES = ("live", "blocking", "recompute")
 BATCH_TOKENS = 8192
 OUTPUT_TOKENS = 400  # long enough that every request is still decoding when the copy ends
-MEASUREMENTS = Path(__file__).resolve().parents[1] / "hardware" / "data" / "a10_measurements.csv"
 # the paper's text for LLaMA-30B (no table rows): blocking copy at 8k, live downtime band
 PAPER_30B_BLOCKING_8K_MS = 3200.0
 PAPER_30B_BLOCKING_SOURCE = "paper text (~3.2 s)"
@@ -68,7 +67,9 @@ def reference_ms(model: str, mode: str, seq_len: int) -> tuple[float, str]:
     """The published figure to compare with, and where it comes from."""
     import pandas as pd
 
-    table = pd.read_csv(MEASUREMENTS)
+    from sim.hardware.catalog import MEASUREMENTS_CSV
+
+    table = pd.read_csv(MEASUREMENTS_CSV)
     row = table[
         (table["model"] == model)
         & (table["quantity"] == MODE_QUANTITY[mode])
@@ -207,7 +208,7 @@ def run_bench(
     for name in models:
         model = load_replica_model(name)
         transfer = load_transfer_model(
-            model.kv_bytes_per_token, model.block_size, model.tensor_parallel, **(transfer_overrides or {})
+            model.layout, model.kv_bytes_per_token, model.block_size, **(transfer_overrides or {})
         )
         for mode in modes:
             for seq_len in lengths:

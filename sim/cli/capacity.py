@@ -62,7 +62,7 @@ GRID_SETS = {"slo": "--slo", "seeds": "--seeds", "low": "--low", "high": "--high
 
 def run(args: argparse.Namespace) -> int:
     from sim.config import ConfigError, load_config
-    from sim.metrics.cost import describe_instances
+    from sim.metrics.cost import describe_instances, describe_price
     from sim.sweep.capacity import parse_slo, search_capacity
 
     if (args.config is None) == (args.grid is None):
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"\n{head} on {cluster}, {best.average_gpus:.1f} GPUs on average: "
         f"{best.rate / best.average_gpus:.3f} req/s per GPU; cost per 1,000 requests "
-        f"{best.cost_per_request * 1000:.3f} at {config.cost.gpu_hour_price:g} per GPU-hour"
+        f"{best.cost_per_request * 1000:.3f} at {describe_price(config)}"
     )
     print(f"wrote capacity.json and runs/ to {out_dir}/")
     return 0 if result.answer == "bracketed" else EXIT_EVERY_RATE_MEETS

@@ -418,6 +418,9 @@ class CostConfig:
     """What a GPU-hour costs, so a run's instance-seconds become money (``sim.metrics.cost``)."""
 
     gpu_hour_price: float = 1.0  # per GPU-hour, any currency; 1.0 makes cost equal GPU-hours
+    # price each pool's GPU-hours at its device SKU's on-demand list price (USD;
+    # sim/hardware/skus.py) instead of gpu_hour_price
+    sku_prices: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
 
     RANGES: ClassVar[dict[str, Range]] = {"gpu_hour_price": Range(0.0, 1e6)}
 

@@ -177,9 +177,9 @@ def load_transfer(config: SimulationConfig, pool: ClusterConfig, model: "Replica
 
     overrides = config.migration.transfer
     return load_transfer_model(
+        model.layout,
         model.kv_bytes_per_token,
         pool.block_size,
-        getattr(model, "tensor_parallel", 1),
         stage_latency=overrides.stage_latency,
         gpu_bandwidth=overrides.gpu_bandwidth,
         network_bandwidth=overrides.network_bandwidth,

@@ -83,6 +83,10 @@ class Simulation:
         rules = check_names(config)
         if replica_model is None:
             check_profiled_limits(config)
+            if config.cost.sku_prices:  # a pool without a list price fails here, not after the run
+                from sim.metrics.cost import gpu_hour_prices
+
+                gpu_hour_prices(config)
         self.choose_candidate = rules.candidate
         self.workload = workload if workload is not None else load_workload(config, root)
         tiers = workload_tiers(config, self.workload)

@@ -2,7 +2,9 @@
 
     python -m sim.hardware.build_profiles
 
-Deterministic: same inputs, same bytes. Writes, under ``sim/hardware/data/profiles``:
+Builds the layouts whose device SKU entry says its profiles come from the performance model
+(``DeviceData.profiles == PERF_MODEL``); a device shipping Vidur's measured profiles is left
+alone. Deterministic: same inputs, same bytes. Writes, under ``sim/hardware/data/profiles``:
 ``a10_fit.json`` (fitted constants, per-row residuals), ``PROVENANCE.md``, and in Vidur's
 profiling-dataset layout ``compute/<device>/<model>/{mlp,attention}.csv.xz`` and
 ``network/<node>/all_reduce.csv.xz``, each folder with the ``config.json`` Vidur checks.
@@ -63,7 +65,7 @@ from sim.hardware.perf_model import (
     all_reduce_ms,
 )
 from sim.hardware.provenance_note import TEMPLATE
-from sim.hardware.skus import A10DeviceSKUConfig
+from sim.hardware.skus import PERF_MODEL
 from sim.hardware.timing import (
     block_token_ops_ms,
     decode_attention_ms,
@@ -71,14 +73,29 @@ from sim.hardware.timing import (
     lookup_key,
 )
 
+
+def built_layouts(layouts: tuple[Layout, ...] = LAYOUTS) -> tuple[Layout, ...]:
+    """The layouts whose device entry says the performance model writes their profiles. One
+    fit to one measurement table serves them all, so they must share one device; a second
+    built device would need a table and a fit of its own."""
+    built = tuple(layout for layout in layouts if layout.device_sku.profiles == PERF_MODEL)
+    if len({layout.device for layout in built}) != 1:
+        raise ValueError("build_profiles fits one device's table; a second built device needs its own")
+    return built
+
+
+BUILT = built_layouts()
+BUILT_DEVICE = BUILT[0].device_sku
+ENGINE = overheads.engine_overheads(BUILT_DEVICE.cpu_overheads)
+
 # Not fitted. The calibration rows cannot separate a per-kernel cost from the efficiencies
 # (the fit drives it to zero): 3 µs is what the smallest kernels take on the same GA102 die
 # in Vidur's published A40 profiles (1-4 µs for norms, adds and RoPE at a few tokens). The
 # engine's CPU overhead is measured, not fitted (``overheads``).
 FIXED = {
     "kernel_overhead_us": 3.0,
-    "overhead_base_ms": overheads.BASE_MS,
-    "overhead_per_request_ms": overheads.PER_REQUEST_MS,
+    "overhead_base_ms": ENGINE.base_ms,
+    "overhead_per_request_ms": ENGINE.per_request_ms,
 }
 # No kernel streams DRAM at the datasheet rate: a device-memory copy reaches 87% of an A100's
 # 1,555 GB/s (1,355 GB/s, https://github.com/PTsolvers/gpu-workshop-JuliaCon23/issues/7).
@@ -166,16 +183,16 @@ def decode_ranges(constants: Constants) -> list[dict]:
             bandwidth_floor_ms(layout),
             lambda batch, model=LayoutModel.of(layout): model.batch_ms(constants, batch),
         )
-        for layout in LAYOUTS
+        for layout in BUILT
     ]
 
 
 def fit_constants() -> tuple[Constants, list[dict]]:
     """Least squares on relative error over the prefill and decode rows of every layout and
     Figure 4's heaviest/one-request decode ratio (one more residual, weighted like a row)."""
-    models = {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}
+    models = {layout.model: LayoutModel.of(layout) for layout in BUILT}
     measurements = [m for m in load_measurements() if m.model in models]
-    capacities = {layout.model: default_kv_capacity_tokens(layout) for layout in LAYOUTS}
+    capacities = {layout.model: default_kv_capacity_tokens(layout) for layout in BUILT}
     names = list(START_AND_BOUNDS)
 
     def constants_of(x) -> Constants:
@@ -325,7 +342,7 @@ def build(profiles_dir: Path = PROFILES_DIR) -> tuple[Constants, list[dict]]:
                 LINEAR_LAYERS_CSV.name,
             ],
             "linear_layer_errors": linear_layer_errors(
-                {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}, constants
+                {layout.model: LayoutModel.of(layout) for layout in BUILT}, constants
             ),
             "rows": rows,
             "decode_range": ranges,
@@ -333,7 +350,7 @@ def build(profiles_dir: Path = PROFILES_DIR) -> tuple[Constants, list[dict]]:
         fit_json,
     )
     networks = {}
-    for layout in LAYOUTS:
+    for layout in BUILT:
         model = LayoutModel.of(layout)
         compute_dir = profiles_dir / layout.compute_dir.relative_to(PROFILES_DIR)
         _write_csv_xz(mlp_profile(model, constants), compute_dir / "mlp.csv.xz")
@@ -369,9 +386,9 @@ def provenance(constants: Constants, rows: list[dict], ranges: list[dict]) -> st
         f"{r['at_1600_tokens_ms']:.1f} ({r['at_1600_tokens_ratio']:.2f}×) |"
         for r in ranges
     )
-    nccl_ms = settings.predictor_config(LAYOUTS[0], "").nccl_cpu_launch_overhead_ms
+    nccl_ms = settings.predictor_config(BUILT[0], "").nccl_cpu_launch_overhead_ms
     ratio = ranges[0]["ratio"]
-    models = {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}
+    models = {layout.model: LayoutModel.of(layout) for layout in BUILT}
     return TEMPLATE.format(
         measurements_csv=MEASUREMENTS_CSV.name,
         fit_json=FIT_JSON.name,
@@ -392,7 +409,7 @@ def provenance(constants: Constants, rows: list[dict], ranges: list[dict]) -> st
         max_tokens=settings.MAX_TOKENS,
         max_decode_batch=settings.MAX_DECODE_BATCH,
         profile_block_size=settings.PROFILE_BLOCK_SIZE,
-        visible_memory_bytes=A10DeviceSKUConfig.visible_memory_bytes,
+        visible_memory_bytes=BUILT_DEVICE.visible_memory_bytes,
         linear_layers_csv=LINEAR_LAYERS_CSV.name,
         linear_rows=len(LINEAR_LAYER_MEASUREMENTS),
         linear_tokens=", ".join(str(m.num_tokens) for m in LINEAR_LAYER_MEASUREMENTS),

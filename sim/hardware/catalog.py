@@ -2,7 +2,8 @@
 
 The one list of profiled layouts (``LAYOUTS``) drives both the profile build and loading, so a
 layout is either fully supported (profiles shipped, calibrated) or rejected with a message
-that lists what is.
+that lists what is. A layout names its device and node SKU entries (``skus``), whose data
+generic code reads through ``Layout.device_sku`` and ``Layout.node_sku``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import sim.hardware.skus  # noqa: F401  (defining the subclasses registers them with Vidur)
+from vidur.config import BaseDeviceSKUConfig, BaseNodeSKUConfig
+
+# (importing skus registers its SKU and model subclasses with Vidur)
+from sim.hardware.skus import DeviceData, NodeData, device_data, node_data
 
 DATA_DIR = Path(__file__).parent / "data"
 PROFILES_DIR = DATA_DIR / "profiles"
@@ -34,6 +38,21 @@ class Layout:
     device: str  # Vidur device SKU type string
     node: str  # Vidur node SKU type string
     tensor_parallel: int
+
+    @property
+    def device_sku(self) -> DeviceData:
+        """The device SKU entry's data (memory total, overhead reference, price, profiles…)."""
+        return device_data(BaseDeviceSKUConfig.create_from_type_string(self.device))
+
+    @property
+    def node_sku(self) -> NodeData:
+        """The node SKU entry's data (the link between instances)."""
+        return node_data(BaseNodeSKUConfig.create_from_type_string(self.node))
+
+    @property
+    def transfer_fit_json(self) -> Path:
+        """The KV-transfer fit of this layout's node (``transfer``)."""
+        return DATA_DIR / self.node_sku.transfer_fit
 
     @property
     def compute_dir(self) -> Path:
@@ -74,6 +93,7 @@ LAYOUTS = (
     Layout("llama-7b", "huggyllama/llama-7b", "a10", "a10_pcie_1", 1),
     Layout("llama-30b", "huggyllama/llama-30b", "a10", "a10_pcie_4", 4),
 )
+DEFAULT_DEVICE = "a10"  # what load_replica_model uses when no device is named
 
 
 def known_models() -> list[str]:

@@ -8,7 +8,8 @@ included, and sizes the cache as
 
     blocks = floor((total_memory × utilisation − torch.cuda.max_memory_allocated()) / block bytes)
 
-``total_memory`` is what CUDA reports for the device (``vllm/utils.py: get_gpu_memory``);
+``total_memory`` is what CUDA reports for the device (``vllm/utils.py: get_gpu_memory``), the
+device SKU entry's ``visible_memory_bytes`` (``skus.DeviceData``);
 ``max_memory_allocated`` counts only live blocks of torch's caching allocator, so the CUDA
 context, NCCL's buffers and the allocator's cached-but-free segments do not enter the rule (they
 live in the 10% that utilisation 0.9 leaves). What does enter, each below from the code that
@@ -31,6 +32,7 @@ from vidur.config import CacheConfig, ReplicaConfig
 from vidur.utils.memory_planner import MemoryPlanner
 
 from sim.hardware.perf_model import BYTES_PER_VALUE
+from sim.hardware.skus import device_data
 
 # vLLM 0.1.2's default max_num_seqs (``vllm/engine/arg_utils.py``); the artifact never sets it.
 DEFAULT_MAX_NUM_SEQS = 256
@@ -205,7 +207,8 @@ class ProfileRunMemoryPlanner(MemoryPlanner):
         return self.persistent_bytes() + self.activation_peak_bytes()
 
     def get_num_blocks(self) -> int:
-        usable = self._gpu_memory_utilization * self._device_config.visible_memory_bytes
+        total = device_data(self._device_config).visible_memory_bytes
+        usable = self._gpu_memory_utilization * total
         block_bytes = self.kv_bytes_per_token_per_device() * self._cache_config.block_size
         blocks = int((usable - self.peak_bytes()) // block_bytes)
         if blocks < 1:

@@ -10,13 +10,15 @@ v0.6.0 performance post describe removing exactly these stalls). So an iteration
     GPU time of the blocks + BASE + PER_REQUEST × requests in the batch,
 
 PER_REQUEST being Vidur's measured phases plus, for vLLM 0.1.x, its per-sequence sampler loop.
+Which measured phases a device uses is its SKU entry's ``cpu_overheads`` (``skus``): a CSV file
+of per-batch phase times under ``data/``; ``engine_overheads`` draws the line through them.
 
 Evidence. Vidur's own profile of these CPU phases in vLLM, on the GA102 die of the A10
 (NVIDIA A40), LLaMA-2-7B (LLaMA-7B's architecture), tensor parallelism 1, batch sizes 8–48:
 https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv (rows 0–5;
-read at commit 0633efaee2826c47b16741e57df0476b58136714). ``VIDUR_A40_LLAMA2_7B_TP1_MS`` below
-copies those rows' means (ms); BASE and PER_REQUEST are the least-squares line through the
-per-batch totals (residuals ≤ 0.18 ms).
+read at commit 0633efaee2826c47b16741e57df0476b58136714). ``data/cpu_overheads_vidur_a40_llama2_7b_tp1.csv``
+copies those rows' means (ms; ``VIDUR_A40_LLAMA2_7B_TP1_MS`` below); BASE and PER_REQUEST are
+the least-squares line through the per-batch totals (residuals ≤ 0.18 ms).
 
 Choices, and why:
 * Means, not medians. A run's simulated time is the sum of its iterations, whose expectation
@@ -42,15 +44,23 @@ Choices, and why:
 
 from __future__ import annotations
 
-# batch size: (schedule, sampler e2e, prepare inputs e2e, process model outputs, Ray comm), ms
-VIDUR_A40_LLAMA2_7B_TP1_MS: dict[int, tuple[float, float, float, float, float]] = {
-    8: (0.1534, 1.0538, 0.3129, 1.4260, 0.1388),
-    16: (0.2607, 1.1507, 0.4559, 2.6462, 0.1854),
-    24: (0.3685, 1.1111, 0.5899, 3.8110, 0.2329),
-    32: (0.4663, 1.2361, 0.7240, 4.8572, 0.2737),
-    40: (0.5439, 1.3266, 0.8423, 5.8510, 0.3347),
-    48: (0.6434, 1.4204, 0.9645, 7.2794, 0.3849),
-}
+import csv
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sim.hardware.catalog as catalog
+
+# Vidur's A40 profile (the reference the A10 entry names): the config's default overheads and
+# the profile fit's fixed part are its line
+A40_REFERENCE = "cpu_overheads_vidur_a40_llama2_7b_tp1.csv"
+# a reference's columns besides batch_size (and its source), ms
+PHASES = (
+    "schedule_ms",
+    "sampler_e2e_ms",
+    "prepare_inputs_e2e_ms",
+    "process_model_outputs_ms",
+    "ray_comm_time_ms",
+)
 SIGNIFICANT_DIGITS = 5
 
 
@@ -68,13 +78,6 @@ def _line(points: dict[int, float]) -> tuple[float, float]:
 def _round(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 
-
-_BASE_MS, _MEASURED_PER_REQUEST_MS = _line(
-    {batch: sum(phases) for batch, phases in VIDUR_A40_LLAMA2_7B_TP1_MS.items()}
-)
-BASE_MS = _round(_BASE_MS)  # ms per iteration
-# ms per request, engines with a vectorised sampler (vLLM >= 0.2.0, Vidur's profiled engine)
-VECTORISED_SAMPLER_PER_REQUEST_MS = _round(_MEASURED_PER_REQUEST_MS)
 
 # The sampler of vLLM 0.1.x loops over the sequences in Python (vLLM issue #249; the artifact's
 # ``vllm/model_executor/layers/sampler.py`` ``_sample``: per sequence a ``torch.multinomial`` and
@@ -100,7 +103,45 @@ def _sampler_loop_ms() -> float:
 
 
 SAMPLER_LOOP_PER_REQUEST_MS = _round(_sampler_loop_ms())
-# The artifact's serving engine is vLLM 0.1.2 (``vllm/__init__.py`` on ``osdi24ae``), whose
-# sampler loops; its Figure 10 bench ran vLLM 0.2.0 (``artifact/62_migration_efficiency/vllm_020``),
-# whose sampler is vectorised (PR #1048). Each measurement is modelled on its own engine.
-PER_REQUEST_MS = _round(VECTORISED_SAMPLER_PER_REQUEST_MS + SAMPLER_LOOP_PER_REQUEST_MS)
+
+@lru_cache(maxsize=None)
+def reference_rows(reference: str) -> dict[int, tuple[float, ...]]:
+    """A reference's rows: batch size -> the phase times (ms, ``PHASES``)."""
+    path = catalog.DATA_DIR / reference
+    if not path.is_file():
+        raise ValueError(f"unknown CPU-overhead reference {reference!r}: no file {path}")
+    with open(path, newline="") as handle:
+        return {
+            int(row["batch_size"]): tuple(float(row[phase]) for phase in PHASES)
+            for row in csv.DictReader(handle)
+        }
+
+
+@dataclass(frozen=True)
+class EngineOverheads:
+    """The line through one reference's per-batch totals, in ms."""
+
+    base_ms: float  # per iteration
+    # per request, engines with a vectorised sampler (vLLM >= 0.2.0, Vidur's profiled engine)
+    vectorised_per_request_ms: float
+
+    @property
+    def per_request_ms(self) -> float:
+        """Per request in the artifact's serving engine, vLLM 0.1.2 (``vllm/__init__.py`` on
+        ``osdi24ae``), whose sampler loops; its Figure 10 bench ran vLLM 0.2.0
+        (``artifact/62_migration_efficiency/vllm_020``), whose sampler is vectorised (PR #1048).
+        Each measurement is modelled on its own engine."""
+        return _round(self.vectorised_per_request_ms + SAMPLER_LOOP_PER_REQUEST_MS)
+
+
+def engine_overheads(reference: str) -> EngineOverheads:
+    """The overhead line of a device's ``cpu_overheads`` reference."""
+    base, per_request = _line({batch: sum(phases) for batch, phases in reference_rows(reference).items()})
+    return EngineOverheads(_round(base), _round(per_request))
+
+
+VIDUR_A40_LLAMA2_7B_TP1_MS = reference_rows(A40_REFERENCE)
+_A40 = engine_overheads(A40_REFERENCE)
+BASE_MS = _A40.base_ms  # ms per iteration
+VECTORISED_SAMPLER_PER_REQUEST_MS = _A40.vectorised_per_request_ms
+PER_REQUEST_MS = _A40.per_request_ms

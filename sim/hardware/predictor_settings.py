@@ -1,8 +1,10 @@
-"""The profile grid and the one fixed setting of Vidur's random-forest predictor.
+"""The profile grid and the settings of Vidur's random-forest predictor.
 
 Shared by the profile build (what grid to write), the cold fit (how to configure Vidur) and
-the run-time tables (their extents), so the three cannot drift apart. Imports only
-``vidur.config``, which is cheap; the predictor itself (sklearn) lives in ``vidur_predictor``.
+the run-time tables (their extents), so the three cannot drift apart. The grid is Vidur's
+lookup resolution, the same for every device; the forest setting is a device's
+(``DeviceData.predictor``, a ``PredictorSetting`` in ``skus``). Imports only ``vidur.config``,
+which is cheap; the predictor itself (sklearn) lives in ``vidur_predictor``.
 """
 
 from __future__ import annotations
@@ -34,32 +36,24 @@ DECODE_BATCH_GRID = range(1, MAX_DECODE_BATCH + 1)
 ALL_REDUCE_SIZE_STEP = 8 * 1024
 ALL_REDUCE_MAX_SIZE = 256 * 1024 * 1024
 
-# One forest setting instead of Vidur's 27-point grid search with 10-fold CV (~24 min here).
-# The profiles are noise-free and on the lookup grid, so the forest only has to reproduce
-# them: without bootstrap, fully grown trees return each profiled value exactly and are
-# piecewise constant (hence monotone) in between. Two folds is the least GridSearchCV takes.
-NUM_ESTIMATORS = 1
-MAX_DEPTH = 64
-MIN_SAMPLES_SPLIT = 2
-K_FOLD_CV_SPLITS = 2
-
 
 def predictor_config(layout: Layout, cache_dir: str) -> RandomForrestExecutionTimePredictorConfig:
-    """Vidur's predictor config for one profiled layout, with our fixed setting."""
+    """Vidur's predictor config for one profiled layout, with its device's forest setting."""
+    setting = layout.device_sku.predictor
     return RandomForrestExecutionTimePredictorConfig(
         model_profiling_dataset=f"llumsim/{layout.device}-{layout.vidur_model.replace('/', '-')}",
         network_profiling_dataset=f"llumsim/{layout.node}",
         prediction_hf_org="llumsim",
-        prediction_hf_collection="ga102-perf-model",
+        prediction_hf_collection=setting.collection,
         prediction_max_tokens_per_request=MAX_TOKENS,
         prediction_max_prefill_chunk_size=MAX_TOKENS,
         prediction_max_batch_size=MAX_DECODE_BATCH,
-        k_fold_cv_splits=K_FOLD_CV_SPLITS,
+        k_fold_cv_splits=setting.k_fold_cv_splits,
         num_training_job_threads=1,
         cache_dir=cache_dir,
-        num_estimators=[NUM_ESTIMATORS],
-        max_depth=[MAX_DEPTH],
-        min_samples_split=[MIN_SAMPLES_SPLIT],
+        num_estimators=[setting.num_estimators],
+        max_depth=[setting.max_depth],
+        min_samples_split=[setting.min_samples_split],
     )
 
 

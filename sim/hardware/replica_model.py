@@ -1,7 +1,8 @@
 """The replica model the simulator calls: iteration times and KV capacity of one instance.
 
-Iteration times are Vidur's random-forest predictor on our A10 profiles (the GPU time), plus
-the serving engine's CPU work per iteration (``overheads``), which a run's config can change
+Iteration times are Vidur's random-forest predictor on a layout's shipped profiles (the GPU
+time), plus the serving engine's CPU work per iteration (``overheads``: by default the line of
+the device SKU entry's reference), which a run's config can change
 along with a multiplier on the GPU time of decode-only iterations. Fitting it needs
 scikit-learn and takes seconds, so it happens once per content hash of (profiles, fitted
 constants, predictor settings, library versions): the cold start fits Vidur's predictor and
@@ -27,9 +28,10 @@ from vidur.config import CacheConfig
 
 import sim.hardware.overheads as overheads
 import sim.hardware.predictor_settings as settings
-from sim.hardware.catalog import FIT_JSON, Layout, find_layout
+from sim.hardware.catalog import DEFAULT_DEVICE, FIT_JSON, Layout, find_layout
 from sim.hardware.iteration_memo import IterationMemo
 from sim.hardware.memory import DEFAULT_MAX_NUM_SEQS, ProfileRunMemoryPlanner
+from sim.hardware.skus import PERF_MODEL
 from sim.hardware.timing import (
     KV_GRANULARITY,
     PREFILL_CHUNK_ROUNDING,
@@ -50,25 +52,22 @@ def default_cache_dir() -> Path:
 def content_hash(layout: Layout) -> str:
     """Hash of everything the prediction tables are a function of."""
     digest = hashlib.sha256()
+    device = layout.device_sku
     recipe = {
         "format": CACHE_FORMAT,
         "layout": asdict(layout),
         "settings": {
-            name: getattr(settings, name)
-            for name in (
-                "MAX_TOKENS",
-                "MAX_DECODE_BATCH",
-                "PROFILE_BLOCK_SIZE",
-                "NUM_ESTIMATORS",
-                "MAX_DEPTH",
-                "MIN_SAMPLES_SPLIT",
-                "K_FOLD_CV_SPLITS",
-            )
+            "MAX_TOKENS": settings.MAX_TOKENS,
+            "MAX_DECODE_BATCH": settings.MAX_DECODE_BATCH,
+            "PROFILE_BLOCK_SIZE": settings.PROFILE_BLOCK_SIZE,
+            **device.predictor.recipe(),
         },
         "versions": {pkg: version(pkg) for pkg in ("vidur", "scikit-learn")},
     }
     digest.update(json.dumps(recipe, sort_keys=True).encode())
-    for path in (*layout.profile_files(), FIT_JSON):
+    # built profiles come with the fit they were written from
+    fit = (FIT_JSON,) if device.profiles == PERF_MODEL else ()
+    for path in (*layout.profile_files(), *fit):
         if path.exists():
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
@@ -131,6 +130,7 @@ class ReplicaModel:
         prefill_scale: float = 1.0,
     ) -> None:
         replica = layout.replica_config()
+        self.layout = layout
         self.model = layout.model
         self.device = layout.device
         self.tensor_parallel = layout.tensor_parallel
@@ -227,7 +227,7 @@ def _check(condition: bool, message: str) -> None:
 
 def load_replica_model(
     model: str = "llama-7b",
-    device: str = "a10",
+    device: str = DEFAULT_DEVICE,
     tensor_parallel: int | None = None,
     *,
     block_size: int = 16,
@@ -236,8 +236,8 @@ def load_replica_model(
     max_batch_size: int = DEFAULT_MAX_NUM_SEQS,
     kv_capacity_blocks: int | None = None,
     cache_dir: str | None = None,
-    overhead_base: float = overheads.BASE_MS * 1e-3,
-    overhead_per_request: float = overheads.PER_REQUEST_MS * 1e-3,
+    overhead_base: float | None = None,
+    overhead_per_request: float | None = None,
     decode_scale: float = 1.0,
     prefill_scale: float = 1.0,
     kv_scale: float = 1.0,
@@ -247,14 +247,20 @@ def load_replica_model(
     ``kv_capacity_blocks=None`` sizes the KV cache like vLLM (``memory``); a number
     overrides it. ``max_batched_tokens`` and ``max_batch_size`` (vLLM's max_num_seqs) shape
     the profile run whose peak memory the cache is sized after. ``overhead_base`` (s per iteration) and ``overhead_per_request``
-    (s per request in the batch) are the engine's CPU work, added to every iteration; the
-    defaults are vLLM's, measured (``overheads``), and the A10 calibration assumes them.
+    (s per request in the batch) are the engine's CPU work, added to every iteration; None
+    (the default) is vLLM's, measured: the line of the device entry's ``cpu_overheads``
+    reference (``overheads``), which the calibration assumes.
     ``decode_scale`` multiplies the GPU time of iterations without a prefill chunk (1.0:
-    the A10 calibration) and ``prefill_scale`` those with one; ``kv_scale`` multiplies the
+    the calibration) and ``prefill_scale`` those with one; ``kv_scale`` multiplies the
     planned KV blocks (not an explicit ``kv_capacity_blocks``): the bands of model error a
     conclusion is checked against. None of them changes the prediction tables or their cache.
     """
     layout = find_layout(model, device, tensor_parallel)
+    engine = overheads.engine_overheads(layout.device_sku.cpu_overheads)
+    if overhead_base is None:
+        overhead_base = engine.base_ms * 1e-3
+    if overhead_per_request is None:
+        overhead_per_request = engine.per_request_ms * 1e-3
     _check(
         0 < max_batched_tokens <= settings.MAX_TOKENS,
         f"max_batched_tokens must be in 1..{settings.MAX_TOKENS} (the profiled range), "

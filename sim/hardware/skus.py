@@ -1,18 +1,114 @@
-"""A10 device and node SKUs and the LLaMA-1 model configs, registered with Vidur from outside.
+"""The hardware llumsim knows, as data: one entry per device SKU and per node SKU, and the
+LLaMA-1 model configs, registered with Vidur from outside.
 
 Vidur finds configs by walking the subclasses of its base config classes, so defining a
 subclass is the whole registration; importing this module makes them visible. The type enums
 use values far from Vidur's own (1..6): IntEnum members of different enums compare equal by
 value, and a clash would make Vidur resolve our type to one of its SKUs.
+
+A device entry is a ``BaseDeviceSKUConfig`` subclass that also derives from ``DeviceData``
+(what llumsim's generic code reads of a device: memory total, datasheet figures, CPU-overhead
+reference, price, profile source, predictor setting); a node entry derives from ``NodeData``
+(the link between instances). The two mixins are plain dataclasses, not Vidur subclasses, so
+Vidur's subclass walk never meets a class without ``get_type``. Generic code reads an entry
+only through ``device_data`` / ``node_data`` (``Layout.device_sku`` / ``Layout.node_sku``),
+never an entry's class or a field only one entry has.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional, TypeVar
+
 from vidur.config.device_sku_config import BaseDeviceSKUConfig
 from vidur.config.model_config import Llama2ModelConfig
 from vidur.config.node_sku_config import BaseNodeSKUConfig
 from vidur.types import BaseIntEnum
+
+# Where a device's profiles come from (``DeviceData.profiles``):
+PERF_MODEL = "perf-model"  # written by ``build_profiles`` from the GA102 performance model
+VIDUR_MEASURED = "vidur"  # Vidur's own measured profiles, copied under data/profiles as data
+
+
+@dataclass(frozen=True)
+class PredictorSetting:
+    """One random-forest setting of Vidur's predictor (a one-point grid) and the collection
+    name Vidur keys its prediction caches by."""
+
+    collection: str  # Vidur's prediction_hf_collection: where these profiles come from
+    num_estimators: int
+    max_depth: int
+    min_samples_split: int
+    k_fold_cv_splits: int
+
+    def recipe(self) -> dict[str, int]:
+        """The forest's part of a prediction table's content hash (``replica_model``)."""
+        return {
+            "NUM_ESTIMATORS": self.num_estimators,
+            "MAX_DEPTH": self.max_depth,
+            "MIN_SAMPLES_SPLIT": self.min_samples_split,
+            "K_FOLD_CV_SPLITS": self.k_fold_cv_splits,
+        }
+
+
+def exact_fit(collection: str) -> PredictorSetting:
+    """The setting for noise-free profiles on the lookup grid (what ``build_profiles`` writes):
+    one forest setting instead of Vidur's 27-point grid search with 10-fold CV (~24 min here).
+    Without bootstrap, fully grown trees return each profiled value exactly and are piecewise
+    constant (hence monotone) in between. Two folds is the least GridSearchCV takes. Measured,
+    noisy profiles want Vidur's own grid search instead."""
+    return PredictorSetting(
+        collection, num_estimators=1, max_depth=64, min_samples_split=2, k_fold_cv_splits=2
+    )
+
+
+@dataclass
+class DeviceData:
+    """What llumsim reads of a device SKU besides Vidur's ``fp16_tflops``/``total_memory_gb``.
+
+    Every field is required (no defaults): an entry that leaves one out cannot be built."""
+
+    memory_bandwidth_gb_per_s: float  # datasheet DRAM bandwidth
+    num_sms: int  # streaming multiprocessors
+    # The total memory CUDA reports (torch.cuda.get_device_properties().total_memory), which
+    # vLLM sizes its KV cache against (``memory``).
+    visible_memory_bytes: int
+    # The engine's CPU work per iteration (``overheads``): a CSV under sim/hardware/data of
+    # vLLM's CPU phases per batch size, profiled on this device or the nearest one profiled.
+    cpu_overheads: str
+    # On-demand list price in USD per GPU-hour (``cost.sku_prices``); None: no citable price.
+    gpu_hour_price: Optional[float]
+    profiles: str  # PERF_MODEL or VIDUR_MEASURED
+    predictor: PredictorSetting  # Vidur's random-forest setting for these profiles
+
+
+@dataclass
+class NodeData:
+    """What llumsim reads of a node SKU: the KV-transfer link between its instances."""
+
+    # the fitted transfer constants (``transfer``): a JSON file under sim/hardware/data
+    transfer_fit: str
+
+
+Data = TypeVar("Data", DeviceData, NodeData)
+
+
+def entry_data(config: object, data: type[Data]) -> Data:
+    """A Vidur SKU config as llumsim's data; a Vidur SKU without llumsim's entry is refused."""
+    if not isinstance(config, data):
+        raise TypeError(
+            f"SKU {config.get_type()} has no llumsim entry: derive it from "
+            f"sim.hardware.skus.{data.__name__} (see docs/replica-model.md, 'Adding a device')"
+        )
+    return config
+
+
+def device_data(config: BaseDeviceSKUConfig) -> DeviceData:
+    return entry_data(config, DeviceData)
+
+
+def node_data(config: BaseNodeSKUConfig) -> NodeData:
+    return entry_data(config, NodeData)
 
 
 class LlumsimDeviceSKUType(BaseIntEnum):
@@ -25,35 +121,52 @@ class LlumsimNodeSKUType(BaseIntEnum):
 
 
 @dataclass
-class A10DeviceSKUConfig(BaseDeviceSKUConfig):
+class A10DeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     """NVIDIA A10 (GA102): datasheet figures (125 TFLOP/s FP16 tensor dense, 24 GB GDDR6,
     600 GB/s: https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/a10-datasheet.pdf;
-    72 SMs: NVIDIA's GA102 A10 configuration) plus the memory total vLLM sizes against."""
+    72 SMs: NVIDIA's GA102 A10 configuration) plus llumsim's data (``DeviceData``)."""
 
     fp16_tflops: int = 125
     total_memory_gb: int = 24
     memory_bandwidth_gb_per_s: float = 600.0
     num_sms: int = 72
-    # The total memory CUDA reports (torch.cuda.get_device_properties().total_memory), which
-    # vLLM sizes its KV cache against. It depends on the driver: ECC takes 6.25% of GDDR6 off
-    # the top, and newer drivers keep more for themselves. 22,731 MiB is the A10's total on the
-    # R470 drivers of Alibaba Cloud's A10 machines in the artifact's time (nvidia-smi
+    # The total depends on the driver: ECC takes 6.25% of GDDR6 off the top, and newer
+    # drivers keep more for themselves. 22,731 MiB is the A10's total on the R470 drivers
+    # of Alibaba Cloud's A10 machines in the artifact's time (nvidia-smi
     # "0MiB / 22731MiB", ECC on, driver 470.82.01, PAI-DSW, Nov 2023; torch's out-of-memory
     # messages print the same total, "22.20 GiB total capacity"). Later drivers: 22,515.75 MiB
     # (R535, deviceQuery 23,609,475,072 B), 22,599 MiB (R570); nvidia-smi then shows 23,028 MiB.
     visible_memory_bytes: int = 22_731 * 2**20
+    # No profile of vLLM's CPU phases on an A10 host exists; Vidur's A40 rows are the same
+    # GA102 die and LLaMA-2-7B at TP1 (``overheads`` says which rows and why the means).
+    cpu_overheads: str = "cpu_overheads_vidur_a40_llama2_7b_tp1.csv"
+    # Lambda's On-Demand Cloud, "1x NVIDIA A10": $1.29 per GPU per hour (24 GB, 30 vCPUs,
+    # 226 GiB RAM), https://lambda.ai/instances as read on 2026-09-20 — second hand: the
+    # transcription in github.com/api-evangelist/lambda-labs plans/lambda-labs-plans-pricing.yml
+    # (commit 1929382e7f9b4777d980aec12b6fc9e04e6718cb). List prices move; the artifact's
+    # Alibaba Cloud machines were not priced here.
+    gpu_hour_price: Optional[float] = 1.29
+    profiles: str = PERF_MODEL
+    predictor: PredictorSetting = exact_fit("ga102-perf-model")
 
     @staticmethod
     def get_type() -> LlumsimDeviceSKUType:
         return LlumsimDeviceSKUType.A10
 
 
+# Both A10 nodes share one fit (``python -m sim.bench.fit_transfer``): stage latency and
+# per-GPU bandwidth to the LLaMA-7B migration rows of the Llumnix artifact's Figure 10 (one
+# A10), the instance's network bandwidth to the paper's LLaMA-30B blocking copy (4 x A10).
+A10_TRANSFER_FIT = "transfer_fit.json"
+
+
 @dataclass
-class A10Pcie1NodeSKUConfig(BaseNodeSKUConfig):
+class A10Pcie1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
     """One A10 per instance (LLaMA-7B)."""
 
     device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.A10
     num_devices_per_node: int = 1
+    transfer_fit: str = A10_TRANSFER_FIT
 
     @staticmethod
     def get_type() -> LlumsimNodeSKUType:
@@ -61,11 +174,12 @@ class A10Pcie1NodeSKUConfig(BaseNodeSKUConfig):
 
 
 @dataclass
-class A10Pcie4NodeSKUConfig(BaseNodeSKUConfig):
+class A10Pcie4NodeSKUConfig(BaseNodeSKUConfig, NodeData):
     """Four A10s on PCIe 4.0, no NVLink (LLaMA-30B with tensor parallelism 4)."""
 
     device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.A10
     num_devices_per_node: int = 4
+    transfer_fit: str = A10_TRANSFER_FIT
 
     @staticmethod
     def get_type() -> LlumsimNodeSKUType:

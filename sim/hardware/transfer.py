@@ -6,10 +6,11 @@ the instance's effective bandwidth: each GPU of a tensor-parallel instance stage
 its own shard, so the GPU-side rate scales with the TP degree until the instance's network
 link is the limit (64 Gb/s between VMs in the Llumnix testbed).
 
-The constants are fitted by ``python -m sim.bench.fit_transfer`` (see
-``data/transfer_fit.json`` and its provenance): stage latency and per-GPU bandwidth to the
-LLaMA-7B blocking-copy and live-migration rows of the A10 table, the network bandwidth to
-the paper's LLaMA-30B blocking copy (about 3.2 s at 8k tokens).
+The constants are a node's: its SKU entry names the fit (``NodeData.transfer_fit``, a file
+under ``data/`` with its provenance); the shipped one is fitted by ``python -m
+sim.bench.fit_transfer``: stage latency and per-GPU bandwidth to the LLaMA-7B blocking-copy
+and live-migration rows of the Llumnix artifact's table, the network bandwidth to the paper's
+LLaMA-30B blocking copy (about 3.2 s at 8k tokens).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-TRANSFER_FIT_JSON = Path(__file__).parent / "data" / "transfer_fit.json"
+if TYPE_CHECKING:
+    from sim.hardware.catalog import Layout
 
 
 @dataclass(frozen=True)
@@ -40,25 +42,25 @@ class TransferModel:
         return self.stage_latency + blocks * self.block_bytes / self.bandwidth
 
 
-def fitted_constants() -> dict[str, float]:
-    """The calibrated A10 constants (stage_latency, gpu_bandwidth, network_bandwidth)."""
-    data = json.loads(TRANSFER_FIT_JSON.read_text())
+def fitted_constants(fit_json: Path) -> dict[str, float]:
+    """A fit's constants (stage_latency, gpu_bandwidth, network_bandwidth)."""
+    data = json.loads(fit_json.read_text())
     return {name: float(data[name]) for name in ("stage_latency", "gpu_bandwidth", "network_bandwidth")}
 
 
 def load_transfer_model(
+    layout: "Layout",
     kv_bytes_per_token: int,
     block_size: int,
-    tensor_parallel: int,
     stage_latency: Optional[float] = None,
     gpu_bandwidth: Optional[float] = None,
     network_bandwidth: Optional[float] = None,
 ) -> TransferModel:
-    """The A10 transfer model for one instance layout, with optional overrides."""
-    constants = fitted_constants()
+    """The transfer model of one instance layout (its node's fit), with optional overrides."""
+    constants = fitted_constants(layout.transfer_fit_json)
     return TransferModel(
         block_bytes=kv_bytes_per_token * block_size,
-        tensor_parallel=tensor_parallel,
+        tensor_parallel=layout.tensor_parallel,
         stage_latency=constants["stage_latency"] if stage_latency is None else stage_latency,
         gpu_bandwidth=constants["gpu_bandwidth"] if gpu_bandwidth is None else gpu_bandwidth,
         network_bandwidth=(

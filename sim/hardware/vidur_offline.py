@@ -1,4 +1,4 @@
-"""Run Vidur's own simulator (``vidur.main``) offline on our A10 profiles and predictions.
+"""Run Vidur's own simulator (``vidur.main``) offline on our profiles and predictions.
 
 Vidur 0.0.26 reads profiles, and first tries ready-made predictions, only through
 ``huggingface_hub.snapshot_download``. With ``HF_HUB_OFFLINE=1`` that call resolves a
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sim.hardware.predictor_settings as settings
-from sim.hardware.catalog import Layout, find_layout
+from sim.hardware.catalog import DEFAULT_DEVICE, Layout, find_layout
 from sim.hardware.replica_model import VIDUR_SUBDIR, cache_entry, load_replica_model
 
 
@@ -89,7 +89,7 @@ def _seed(layout: Layout, vidur_cache: Path, fitted_cache: Path) -> None:
 def prepare_vidur_offline(
     output_dir: str | Path,
     model: str = "llama-7b",
-    device: str = "a10",
+    device: str = DEFAULT_DEVICE,
     tensor_parallel: int | None = None,
     *,
     gpu_memory_utilization: float = 0.9,

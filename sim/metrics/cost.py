@@ -2,7 +2,9 @@
 cost-per-latency.
 
 GPUs per instance is the tensor-parallel degree (LLaMA-7B on one A10: 1; LLaMA-30B on 4×A10:
-4), so GPU-hours compare clusters of different models fairly. Cost-per-latency is what one
+4), so GPU-hours compare clusters of different models fairly. A GPU-hour costs
+``cost.gpu_hour_price`` in every pool, or with ``cost.sku_prices`` its pool's device SKU's
+list price (``sim/hardware/skus.py``). Cost-per-latency is what one
 finished request cost times the mean end-to-end latency: lower is better, and a scheduler
 that halves either the money or the latency halves it (the K-tier project reports its
 improvement over a baseline as 1 − ours / baseline).
@@ -15,7 +17,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from sim.config import ClusterConfig, SimulationConfig
+from sim.config import ClusterConfig, ConfigError, SimulationConfig
 
 
 def gpus_per_instance(cluster: ClusterConfig) -> int:
@@ -28,6 +30,29 @@ def gpus_per_instance(cluster: ClusterConfig) -> int:
         return find_layout(cluster.model, cluster.device, None).tensor_parallel
     except UnknownHardwareError:  # a test double's made-up model: one GPU per instance
         return 1
+
+
+def gpu_hour_prices(config: SimulationConfig) -> dict[str, float]:
+    """What a GPU-hour costs in each pool, by name; a ConfigError where ``cost.sku_prices``
+    meets a pool whose device has no list price (or no entry)."""
+    pools = config.instance_pools()
+    if not config.cost.sku_prices:
+        return {pool.name: config.cost.gpu_hour_price for pool in pools}
+    from sim.hardware.catalog import UnknownHardwareError, find_layout
+
+    prices = {}
+    for pool in pools:
+        try:
+            price = find_layout(pool.model, pool.device, pool.tensor_parallel).device_sku.gpu_hour_price
+        except UnknownHardwareError as exc:
+            raise ConfigError(f"cost.sku_prices: pool {pool.name}: {exc}") from None
+        if price is None:
+            raise ConfigError(
+                f"cost.sku_prices: pool {pool.name}'s device {pool.device} has no list price in its "
+                "SKU entry; set cost.gpu_hour_price instead"
+            )
+        prices[pool.name] = price
+    return prices
 
 
 def cost_summary(
@@ -44,7 +69,13 @@ def cost_summary(
     gpu_hours = sum(seconds * gpus_of[name] for name, seconds in pool_seconds.items()) / 3600.0
     # one number for one pool (as every single-pool run has reported it), else per pool
     gpus: int | dict[str, int] = gpus_of[pools[0].name] if len(pools) == 1 else gpus_of
-    money = gpu_hours * config.cost.gpu_hour_price
+    price: float | dict[str, float] = config.cost.gpu_hour_price
+    if config.cost.sku_prices:
+        prices = gpu_hour_prices(config)
+        price = prices[pools[0].name] if len(pools) == 1 else prices
+        money = sum(s * gpus_of[name] * prices[name] for name, s in pool_seconds.items()) / 3600.0
+    else:
+        money = gpu_hours * config.cost.gpu_hour_price
     latencies = e2e_latency.dropna()
     per_request = money / len(latencies) if len(latencies) else math.nan
     mean_e2e = float(latencies.mean()) if len(latencies) else math.nan
@@ -53,7 +84,7 @@ def cost_summary(
         "average_instances": instance_seconds / makespan,
         "gpus_per_instance": gpus,
         "gpu_hours": gpu_hours,
-        "gpu_hour_price": config.cost.gpu_hour_price,
+        "gpu_hour_price": price,
         "cost": money,
         "cost_per_request": per_request,
         "cost_per_latency": per_request * mean_e2e,
@@ -68,6 +99,14 @@ def average_gpus(cost: Mapping[str, Any]) -> float:
     if isinstance(gpus, Mapping):
         return cost["average_instances"] * cost["gpu_hours"] * 3600.0 / cost["instance_seconds"]
     return cost["average_instances"] * gpus
+
+
+def describe_price(config: SimulationConfig) -> str:
+    """``1.29 per GPU-hour`` (one price for every pool), else each pool's."""
+    prices = gpu_hour_prices(config)
+    if len(set(prices.values())) == 1:
+        return f"{next(iter(prices.values())):g} per GPU-hour"
+    return "per GPU-hour " + ", ".join(f"{price:g} ({name})" for name, price in prices.items())
 
 
 def describe_instances(config: SimulationConfig) -> str:

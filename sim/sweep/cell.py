@@ -103,6 +103,10 @@ def check_cell(config: SimulationConfig) -> None:
             find_layout(pool.model, pool.device, pool.tensor_parallel)
         except UnknownHardwareError as exc:
             raise ConfigError(f"{pool_key(config, index)}: {exc}") from None
+    if config.cost.sku_prices:
+        from sim.metrics.cost import gpu_hour_prices
+
+        gpu_hour_prices(config)
     if config.workload.source != "synthetic":
         try:
             resolve_trace_path(str(config.workload.trace))
