@@ -32,7 +32,7 @@ def test_blocks_have_identity_a_commit_hands_over_the_reserved_blocks_and_freed_
     ledger = BlockLedger(6)
     first, second = Request(0, 0.0, 16, 5), Request(1, 0.0, 16, 5)
     ledger.allocate(first, 2)
-    assert ledger.grow_each([first], max_blocks=3) == [] and ledger.grow_each([first], max_blocks=3) == [first]  # at its limit
+    assert ledger.grow(first, max_blocks=3) and not ledger.grow(first, max_blocks=3)  # at its limit
     assert ledger.table(first) == (0, 1, 2) and ledger.held(first) == 3
     assert ledger.reserve("m", 2)
     reserved = ledger.reservations["m"]
@@ -74,7 +74,7 @@ def test_every_block_is_free_held_or_reserved_whatever_the_ledger_is_asked(opera
         if name == "allocate" and blocks <= ledger.free:
             ledger.allocate(request, blocks)
         elif name == "grow" and ledger.held(request) and ledger.free:
-            ledger.grow_each([request], max_blocks=8)
+            ledger.grow(request, max_blocks=8)
         elif name == "release":
             ledger.release(request)
         elif name == "reserve":

@@ -214,18 +214,22 @@ class BatchFormer:
     def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
         """Give each request due at ``step`` its next block (there are enough free), and
         put its next one on the calendar: the hot path of a decode step, written out."""
-        live = [entry for entry in due if entry[0].epoch == entry[1]]  # others left meanwhile
-        refused = self.ledger.grow_each([request for request, _ in live], self._max_blocks_per_sequence)
+        ledger = self.ledger
+        block_due = self._block_due
         next_step = step + self.limits.block_size
-        if refused:  # at vLLM's max_model_len: aborted once the step's growth is done
-            live = [entry for entry in live if entry[0] not in refused]
-        bucket = self._block_due.get(next_step)
-        if bucket is not None:
-            bucket.extend(live)
-        elif live:
-            self._block_due[next_step] = live
-        for request in refused:
-            self.abort(request, "exceeds_instance_limits")
+        max_blocks = self._max_blocks_per_sequence
+        for entry in due:
+            request, epoch = entry
+            if request.epoch != epoch:
+                continue  # left the batch (finished, preempted, suspended) meanwhile
+            if not ledger.grow(request, max_blocks):
+                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
+                continue
+            bucket = block_due.get(next_step)
+            if bucket is None:
+                block_due[next_step] = [entry]
+            else:
+                bucket.append(entry)
 
     # ------------------------------------------------------------------ running set
     def progress(self, request: Request) -> int:

@@ -68,20 +68,16 @@ class BlockLedger:
         table.extend(self._take(blocks))
         self.allocated += blocks
 
-    def grow_each(self, requests: list[Request], max_blocks: int) -> list[Request]:
-        """One more block for each of ``requests`` (enough free blocks must exist), in order;
-        returns those refused because they already hold ``max_blocks``, given nothing. One
-        call per decode step that grows, not one per request: the hot path."""
-        tables, free = self._tables, self._free
-        refused: list[Request] = []
-        for request in requests:
-            table = tables[request]
-            if len(table) >= max_blocks:
-                refused.append(request)
-            else:
-                table.append(free.pop())
-        self.allocated += len(requests) - len(refused)
-        return refused
+    def grow(self, request: Request, max_blocks: int) -> bool:
+        """One more block for a running request whose tokens filled its last one (a free
+        block must exist); False, and nothing allocated, when it already holds
+        ``max_blocks`` (vLLM's max_model_len). The hot path of a decode step."""
+        table = self._tables[request]
+        if len(table) >= max_blocks:
+            return False
+        table.append(self._free.pop())
+        self.allocated += 1
+        return True
 
     def release(self, request: Request) -> int:
         """Free every block ``request`` holds here; returns how many."""
