@@ -3,7 +3,7 @@
     python benchmarks/against_revision.py REV [--rounds 6] [--repeats 5] [--requests 3000]
                                           [--engines compiled,pure] [--schedulers llumnix,infaas++]
                                           [--config experiments/configs/quickstart.yaml] [--cpu N]
-                                          [--instructions]
+                                          [--instructions [--cache-sim]]
 
 A change that should cost nothing (a refactor) is judged by how much slower the event loop
 got, and on a shared two-core machine one run of each is noise: this script checks REV out
@@ -19,7 +19,9 @@ callgrind, collecting only inside the event loop (the second of two runs, entere
 ratio. With the hash seed fixed (``PYTHONHASHSEED=0``) a count repeats to within a millionth
 (2,171,048,681 and 2,171,050,123 for the compiled INFaaS++ loop; 0.05% apart with random
 seeds), so a change of a tenth of a percent shows; it is not time (cache misses and branch
-mispredictions cost cycles it does not count).
+mispredictions cost cycles it does not count). ``--cache-sim`` adds callgrind's simulated
+cache misses (first-level instruction, data read and data write), which are where time goes
+that a count of instructions does not see; it runs several times slower.
 
 The setting is the config (the quickstart by default) with ``scheduler.name`` and
 ``workload.num_requests`` overridden; plots and progress off. The compiled runs need a
@@ -94,18 +96,30 @@ def timed_run(tree: Path, pure: bool, config: str, scheduler: str, requests: int
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def counted_run(tree: Path, pure: bool, config: str, scheduler: str, requests: int) -> int:
-    """Instructions the event loop executes on ``tree`` (callgrind)."""
+# callgrind's events, in the order it prints them with --cache-sim=yes
+CACHE_EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+SHOWN = {"Ir": "instructions", "I1mr": "I1 misses", "D1mr": "D1 read misses", "D1mw": "D1 write misses"}
+
+
+def counted_run(tree: Path, pure: bool, config: str, scheduler: str, requests: int, cache_sim: bool) -> dict[str, int]:
+    """What the event loop executes on ``tree`` (callgrind): its instructions, and with
+    ``cache_sim`` the simulated cache misses, by callgrind's event name."""
     with tempfile.TemporaryDirectory(prefix="llumsim-callgrind-") as temp:
         command = ["valgrind", "--tool=callgrind", "--toggle-collect=_operator_call",
-                   f"--callgrind-out-file={temp}/out", sys.executable, "-c", COUNTED_CHILD, config,
-                   scheduler, str(requests)]
+                   f"--cache-sim={'yes' if cache_sim else 'no'}", f"--callgrind-out-file={temp}/out",
+                   sys.executable, "-c", COUNTED_CHILD, config, scheduler, str(requests)]
         env = dict(_environment(tree, pure), PYTHONHASHSEED="0")  # the same dict probes every run
         done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
-    collected = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode or collected is None:
+    events = collected_events(done.stderr)
+    if done.returncode or not events:
         raise SystemExit(f"{tree}: the counted run failed:\n{done.stderr[-3000:]}")
-    return int(collected.group(1))
+    return events
+
+
+def collected_events(stderr: str) -> dict[str, int]:
+    """callgrind's ``Collected :`` line (one count per event it collected), by event name."""
+    collected = re.search(r"Collected :((?: \d+)+)", stderr)
+    return dict(zip(CACHE_EVENTS, map(int, collected.group(1).split()))) if collected else {}
 
 
 def build_revision(revision: str, into: Path) -> Path:
@@ -132,12 +146,16 @@ def main() -> int:
     parser.add_argument("--config", default="experiments/configs/quickstart.yaml")
     parser.add_argument("--instructions", action="store_true",
                         help="count the event loop's instructions under callgrind instead of timing it")
+    parser.add_argument("--cache-sim", action="store_true",
+                        help="with --instructions: also callgrind's simulated cache misses")
     parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)), help="the CPU every run is pinned to")
     args = parser.parse_args()
     engines = args.engines.split(",")
     schedulers = args.schedulers.split(",")
     if unknown := set(engines) - {"compiled", "pure"}:
         parser.error(f"--engines: {sorted(unknown)} (known: compiled, pure)")
+    if args.cache_sim and not args.instructions:
+        parser.error("--cache-sim goes with --instructions")
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind (apt install valgrind)")
     print("command:", shlex.join(["python", "benchmarks/against_revision.py", *sys.argv[1:]]))
@@ -181,13 +199,15 @@ def compare(trees: dict[str, Path], engines: list[str], schedulers: list[str], a
 
 def count(trees: dict[str, Path], engines: list[str], schedulers: list[str], args: argparse.Namespace) -> None:
     names = list(trees)
-    print("event loop instructions (callgrind):", flush=True)
+    print("event loop, counted by callgrind:", flush=True)
     for engine in engines:
         for scheduler in schedulers:
-            base, here = (counted_run(trees[name], engine == "pure", args.config, scheduler, args.requests)
-                          for name in names)
-            print(f"  {engine:8s} {scheduler:10s} {names[0]} {base:,}  this checkout {here:,}"
-                  f"  ratio {here / base:.4f}", flush=True)
+            base, here = (counted_run(trees[name], engine == "pure", args.config, scheduler, args.requests,
+                                      args.cache_sim) for name in names)
+            for event, label in SHOWN.items():
+                if event in here:
+                    print(f"  {engine:8s} {scheduler:10s} {label:16s} {names[0]} {base[event]:,}  "
+                          f"this checkout {here[event]:,}  ratio {here[event] / base[event]:.4f}", flush=True)
 
 
 if __name__ == "__main__":

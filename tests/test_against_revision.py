@@ -41,3 +41,12 @@ def test_the_counted_child_enters_the_event_loop_through_operator_call_once():
     assert done.returncode == 0, done.stderr[-2000:]
     calls = [line for line in done.stdout.splitlines() if line.startswith("entered")]
     assert calls == ["entered Simulation.run"]
+
+
+def test_callgrinds_collected_line_is_read_by_event_name():
+    plain = "==1== Events    : Ir\n==1== Collected : 2174434172\n==1==\n"
+    assert against_revision.collected_events(plain) == {"Ir": 2174434172}
+    simulated = "==2== Collected : 2172511711 647204392 376669535 66685663 15957609 4883759 147 0 48833\n"
+    events = against_revision.collected_events(simulated)
+    assert (events["Ir"], events["I1mr"], events["D1mr"], events["D1mw"]) == (2172511711, 66685663, 15957609, 4883759)
+    assert against_revision.collected_events("==3== valgrind: failed to start\n") == {}
