@@ -123,10 +123,13 @@ def collected_events(stderr: str) -> dict[str, int]:
 
 
 def build_revision(revision: str, into: Path) -> Path:
-    """``revision`` checked out in a worktree under ``into``, its compiled engine built."""
+    """``revision`` checked out in a worktree under ``into`` (``into/revision``), its compiled
+    engine built."""
     tree = into / "revision"
-    subprocess.run(["git", "worktree", "add", "--detach", str(tree), revision], cwd=ROOT, check=True,
-                   capture_output=True)
+    added = subprocess.run(["git", "worktree", "add", "--detach", str(tree), revision], cwd=ROOT,
+                           capture_output=True, text=True)
+    if added.returncode:
+        raise SystemExit(f"{revision}: not a revision this checkout can check out ({added.stderr.strip()})")
     print(f"building {revision}'s compiled engine in {tree} ...", flush=True)
     built = subprocess.run([sys.executable, "-m", "sim", "native", "build"], cwd=tree,
                            env=_environment(tree, False), capture_output=True, text=True)
@@ -160,8 +163,8 @@ def main() -> int:
         parser.error("--instructions needs valgrind (apt install valgrind)")
     print("command:", shlex.join(["python", "benchmarks/against_revision.py", *sys.argv[1:]]))
     with tempfile.TemporaryDirectory(prefix="llumsim-against-") as temp:
-        trees = {args.revision: build_revision(args.revision, Path(temp)), "this checkout": ROOT}
-        try:
+        try:  # the worktree goes away however the run ends (a failed build, an interrupt)
+            trees = {args.revision: build_revision(args.revision, Path(temp)), "this checkout": ROOT}
             for engine in engines:
                 for name, tree in trees.items():
                     status = engine_status(tree, engine == "pure")
@@ -172,8 +175,9 @@ def main() -> int:
             else:
                 compare(trees, engines, schedulers, args)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(trees[args.revision])], cwd=ROOT,
+            subprocess.run(["git", "worktree", "remove", "--force", str(Path(temp) / "revision")], cwd=ROOT,
                            capture_output=True)
+            subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
     return 0
 
 
