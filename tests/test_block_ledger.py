@@ -28,11 +28,28 @@ def test_the_ledger_accounts_for_every_block_through_reserve_commit_cancel_and_c
     assert ledger.free == 10 and ledger.reservations == {}
 
 
+def test_a_decode_steps_growth_skips_stale_entries_and_keeps_the_grown_ones_in_order():
+    ledger = BlockLedger(10)
+    requests = [Request(i, 0.0, 16, 5) for i in range(4)]
+    for request in requests:
+        ledger.allocate(request, 1)
+    stale = (requests[1], requests[1].epoch - 1)  # put on the calendar in an earlier epoch
+    due = [(requests[3], requests[3].epoch), stale, (requests[0], requests[0].epoch)]
+    ledger.allocate(requests[2], 1)  # requests[2] now holds 2 blocks: at a limit of 2
+    due.append((requests[2], requests[2].epoch))
+    assert ledger.grow_current(due, max_blocks=2) == [requests[2]]
+    assert due == [(requests[3], requests[3].epoch), (requests[0], requests[0].epoch)]
+    assert [ledger.held(r) for r in requests] == [2, 1, 2, 2] and ledger.allocated == 7
+    ledger.check(requests)
+
+
 def test_blocks_have_identity_a_commit_hands_over_the_reserved_blocks_and_freed_ones_come_back():
     ledger = BlockLedger(6)
     first, second = Request(0, 0.0, 16, 5), Request(1, 0.0, 16, 5)
     ledger.allocate(first, 2)
-    assert ledger.grow(first, max_blocks=3) and not ledger.grow(first, max_blocks=3)  # at its limit
+    due = [(first, first.epoch)]
+    assert ledger.grow_current(due, max_blocks=3) is None and due == [(first, first.epoch)]
+    assert ledger.grow_current(due, max_blocks=3) == [first] and due == []  # at its limit
     assert ledger.table(first) == (0, 1, 2) and ledger.held(first) == 3
     assert ledger.reserve("m", 2)
     reserved = ledger.reservations["m"]
@@ -74,7 +91,7 @@ def test_every_block_is_free_held_or_reserved_whatever_the_ledger_is_asked(opera
         if name == "allocate" and blocks <= ledger.free:
             ledger.allocate(request, blocks)
         elif name == "grow" and ledger.held(request) and ledger.free:
-            ledger.grow(request, max_blocks=8)
+            ledger.grow_current([(request, request.epoch)], max_blocks=8)
         elif name == "release":
             ledger.release(request)
         elif name == "reserve":

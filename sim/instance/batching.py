@@ -213,23 +213,21 @@ class BatchFormer:
 
     def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
         """Give each request due at ``step`` its next block (there are enough free), and
-        put its next one on the calendar: the hot path of a decode step, written out."""
-        ledger = self.ledger
-        block_due = self._block_due
-        next_step = step + self.limits.block_size
-        max_blocks = self._max_blocks_per_sequence
-        for entry in due:
-            request, epoch = entry
-            if request.epoch != epoch:
-                continue  # left the batch (finished, preempted, suspended) meanwhile
-            if not ledger.grow(request, max_blocks):
-                self.abort(request, "exceeds_instance_limits")  # vLLM: max_model_len
-                continue
-            bucket = block_due.get(next_step)
+        put its next one on the calendar: the hot path of a decode step. The entries that
+        grew become the next bucket as they are; a request at vLLM's max_model_len is
+        aborted after the others grew (its blocks return to the free list after theirs
+        were taken: only which block ids they got differs)."""
+        at_limit = self.ledger.grow_current(due, self._max_blocks_per_sequence)
+        if at_limit is not None:
+            for request in at_limit:
+                self.abort(request, "exceeds_instance_limits")
+        if due:
+            next_step = step + self.limits.block_size
+            bucket = self._block_due.get(next_step)
             if bucket is None:
-                block_due[next_step] = [entry]
+                self._block_due[next_step] = due
             else:
-                bucket.append(entry)
+                bucket.extend(due)
 
     # ------------------------------------------------------------------ running set
     def progress(self, request: Request) -> int:

@@ -17,7 +17,7 @@ and a request's table here is the one place its blocks on this instance are writ
 
 from __future__ import annotations
 
-from typing import Collection, Hashable, Iterable
+from typing import Collection, Hashable, Iterable, Optional
 
 from mypy_extensions import mypyc_attr
 
@@ -68,16 +68,31 @@ class BlockLedger:
         table.extend(self._take(blocks))
         self.allocated += blocks
 
-    def grow(self, request: Request, max_blocks: int) -> bool:
-        """One more block for a running request whose tokens filled its last one (a free
-        block must exist); False, and nothing allocated, when it already holds
-        ``max_blocks`` (vLLM's max_model_len). The hot path of a decode step."""
-        table = self._tables[request]
-        if len(table) >= max_blocks:
-            return False
-        table.append(self._free.pop())
-        self.allocated += 1
-        return True
+    def grow_current(self, due: list[tuple[Request, int]], max_blocks: int) -> Optional[list[Request]]:
+        """A decode step's growth in one call: one more block for each ``(request, epoch)``
+        in ``due`` whose request is still in that epoch (a free block must exist for each).
+        ``due`` keeps only the entries that grew, in order (their next calendar bucket); the
+        requests already at ``max_blocks`` (vLLM's max_model_len) are returned, nothing
+        allocated for them (None when there is none)."""
+        tables, free = self._tables, self._free
+        at_limit: Optional[list[Request]] = None
+        grown = 0
+        for request, epoch in due:
+            if request.epoch != epoch:
+                continue  # left the batch (finished, preempted, suspended) since
+            table = tables[request]
+            if len(table) >= max_blocks:
+                if at_limit is None:
+                    at_limit = []
+                at_limit.append(request)
+                continue
+            table.append(free.pop())
+            grown += 1
+        self.allocated += grown
+        if grown != len(due):  # rare: keep only the entries that grew
+            skip = at_limit or ()
+            due[:] = [(r, e) for r, e in due if r.epoch == e and r not in skip]
+        return at_limit
 
     def release(self, request: Request) -> int:
         """Free every block ``request`` holds here; returns how many."""
