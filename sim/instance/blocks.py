@@ -77,19 +77,22 @@ class BlockLedger:
         tables, free = self._tables, self._free
         at_limit: Optional[list[Request]] = None
         grown = 0
+        left_out = False
         for request, epoch in due:
             if request.epoch != epoch:
-                continue  # left the batch (finished, preempted, suspended) since
+                left_out = True  # left the batch (finished, preempted, suspended) since
+                continue
             table = tables[request]
             if len(table) >= max_blocks:
                 if at_limit is None:
                     at_limit = []
                 at_limit.append(request)
+                left_out = True
                 continue
             table.append(free.pop())
             grown += 1
         self.allocated += grown
-        if grown != len(due):  # rare: keep only the entries that grew
+        if left_out:  # rare: keep only the entries that grew
             skip = at_limit or ()
             due[:] = [(r, e) for r, e in due if r.epoch == e and r not in skip]
         return at_limit
