@@ -110,11 +110,25 @@ class BatchFormer:
                 return None
             # a decode step (written out here: it is most steps): blocks due now, then the batch
             step = self.iteration + 1
-            due = self._block_due.get(step)
+            block_due = self._block_due
+            due = block_due.get(step)
             if due is not None:
-                del self._block_due[step]
+                del block_due[step]
                 if len(due) <= self.ledger.free:
-                    self._grow(due, step)  # nobody can be preempted: order does not matter
+                    # nobody can be preempted, order does not matter: the ledger grows the
+                    # entries still current and keeps them, as the next bucket; a request at
+                    # vLLM's max_model_len is aborted after the others grew (only which free
+                    # block ids they got can differ)
+                    at_limit = self.ledger.grow_current(due, self._max_blocks_per_sequence)
+                    if at_limit is not None:
+                        for request in at_limit:
+                            self.abort(request, "exceeds_instance_limits")
+                    if due:
+                        bucket = block_due.get(step + self.limits.block_size)
+                        if bucket is None:
+                            block_due[step + self.limits.block_size] = due
+                        else:
+                            bucket.extend(due)
                 else:
                     self._grow_or_preempt(due, step)
                 if not running:
@@ -210,24 +224,6 @@ class BatchFormer:
             else:
                 self.ledger.allocate(request, 1)
                 self._calendar(self._block_due, step + self.limits.block_size, request)
-
-    def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
-        """Give each request due at ``step`` its next block (there are enough free), and
-        put its next one on the calendar: the hot path of a decode step. The entries that
-        grew become the next bucket as they are; a request at vLLM's max_model_len is
-        aborted after the others grew (its blocks return to the free list after theirs
-        were taken: only which block ids they got differs)."""
-        at_limit = self.ledger.grow_current(due, self._max_blocks_per_sequence)
-        if at_limit is not None:
-            for request in at_limit:
-                self.abort(request, "exceeds_instance_limits")
-        if due:
-            next_step = step + self.limits.block_size
-            bucket = self._block_due.get(next_step)
-            if bucket is None:
-                self._block_due[next_step] = due
-            else:
-                bucket.extend(due)
 
     # ------------------------------------------------------------------ running set
     def progress(self, request: Request) -> int:
