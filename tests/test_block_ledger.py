@@ -43,6 +43,16 @@ def test_a_decode_steps_growth_skips_stale_entries_and_keeps_the_grown_ones_in_o
     ledger.check(requests)
 
 
+def test_a_free_count_that_disagrees_with_the_free_list_is_a_leak():
+    ledger = BlockLedger(6)
+    request = Request(0, 0.0, 16, 5)
+    ledger.allocate(request, 2)
+    ledger.check([request])
+    ledger.free += 1  # as a change of the free list that forgot its count would leave it
+    with pytest.raises(BlockLeakError, match="free 5"):
+        ledger.check([request])
+
+
 def test_blocks_have_identity_a_commit_hands_over_the_reserved_blocks_and_freed_ones_come_back():
     ledger = BlockLedger(6)
     first, second = Request(0, 0.0, 16, 5), Request(1, 0.0, 16, 5)

@@ -27,12 +27,15 @@ from sim.instance.request import Request
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BlockLedger:
-    __slots__ = ("capacity", "allocated", "reserved", "reservations", "_tables", "_free")
+    __slots__ = ("capacity", "allocated", "reserved", "free", "reservations", "_tables", "_free")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.allocated = 0  # blocks in some request's table
         self.reserved = 0  # blocks held by reservations
+        # blocks on the free list: len(_free), kept as a count by the places that change the
+        # list (_take, _drop, grow_current, clear): the batch former reads it every step
+        self.free = capacity
         self.reservations: dict[Hashable, list[int]] = {}  # migration key -> the blocks it holds
         self._tables: dict[Request, list[int]] = {}  # resident request -> its blocks, in order
         self._free: list[int] = []
@@ -44,10 +47,7 @@ class BlockLedger:
         self.reservations.clear()
         self._tables.clear()
         self._free = list(range(self.capacity - 1, -1, -1))  # handed out from block 0 up
-
-    @property
-    def free(self) -> int:
-        return self.capacity - self.allocated - self.reserved
+        self.free = self.capacity
 
     def held(self, request: Request) -> int:
         """Blocks ``request`` holds here."""
@@ -92,6 +92,7 @@ class BlockLedger:
             table.append(free.pop())
             grown += 1
         self.allocated += grown
+        self.free -= grown
         if left_out:  # rare: keep only the entries that grew
             skip = at_limit or ()
             due[:] = [(r, e) for r, e in due if r.epoch == e and r not in skip]
@@ -169,7 +170,11 @@ class BlockLedger:
                 f"but {self.allocated} are allocated and {self.reserved} reserved"
             )
         unreferenced = {b for b in range(self.capacity) if not refs[b]}
-        if sorted(self._free) != sorted(unreferenced) or len(self._free) != self.free:
+        if (
+            sorted(self._free) != sorted(unreferenced)
+            or len(self._free) != self.free
+            or self.free + self.allocated + self.reserved != self.capacity
+        ):
             raise BlockLeakError(
                 f"{len(self._free)} blocks on the free list, {len(unreferenced)} unreferenced, "
                 f"free {self.free} (capacity {self.capacity}, allocated {self.allocated}, reserved {self.reserved})"
@@ -182,8 +187,10 @@ class BlockLedger:
         taken = free[len(free) - blocks :]
         del free[len(free) - blocks :]
         taken.reverse()
+        self.free -= blocks
         return taken
 
     def _drop(self, blocks: list[int]) -> None:
         """``blocks`` are free again."""
         self._free.extend(blocks)
+        self.free += len(blocks)
