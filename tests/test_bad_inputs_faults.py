@@ -121,6 +121,13 @@ def report_folders(tmp_path) -> dict[str, tuple[list[str], str]]:
     pd.DataFrame({"scheduler": ["llumnix"] * 100}).to_parquet(cut_table / "index.parquet")
     data = (cut_table / "index.parquet").read_bytes()
     (cut_table / "index.parquet").write_bytes(data[: len(data) // 2])
+    no_answer = tmp_path / "no_answer"  # whole tables, one lacking a column the report reads
+    no_answer.mkdir()
+    (no_answer / "capacity_grid.json").write_text("{}")
+    cells = {"scheduler": ["llumnix"], "workload.priority.tiers": [1], "workload.priority.sampler": ["uniform"]}
+    pd.DataFrame({**cells, "cost_per_latency": [1.0], **{f"{c}{end}": [1.0] for c in ("rate_per_gpu", "vs_baseline")
+                                                        for end in ("", ".ci_low", ".ci_high")}}).to_parquet(no_answer / "index.parquet")
+    pd.DataFrame({**cells, "seed": [0], "rate_per_gpu": [1.0]}).to_parquet(no_answer / "searches.parquet")
     missing = tmp_path / "missing"
     return {
         "missing": ([str(missing)], f"{missing}: no such folder; expected a capacity grid's results"),
@@ -130,13 +137,16 @@ def report_folders(tmp_path) -> dict[str, tuple[list[str], str]]:
         "a capacity grid, not a sweep": ([str(cut_table), "--autoscale"], "cut_table: no sweep.json, so not a sweep's results"),
         "truncated JSON": ([str(cut_json)], "cut_json/capacity_grid.json: damaged, not JSON"),
         "truncated table": ([str(cut_table)], "cut_table/index.parquet: cannot be read"),
+        "a table without a column it reads": (
+            [str(no_answer)], "no_answer/searches.parquet: no column answer, which this report reads"
+        ),
         "a NaN bound": ([str(cut_table), "--floor", str(sweep), "--bounds", "0.9,nan"], "--bounds: 'nan' is not a share in (0, 1]"),
     }
 
 
 REPORT_CASES = [
     "missing", "a file", "empty", "a sweep, not a capacity grid", "a capacity grid, not a sweep",
-    "truncated JSON", "truncated table", "a NaN bound",
+    "truncated JSON", "truncated table", "a table without a column it reads", "a NaN bound",
 ]
 
 

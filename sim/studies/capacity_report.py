@@ -19,6 +19,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -48,12 +49,26 @@ def _meta(folder: Path, marker: str) -> dict:
         raise ConfigError(f"{folder / marker}: damaged, not JSON ({exc})") from None
 
 
-def _table(folder: Path, name: str) -> pd.DataFrame:
+def _table(folder: Path, name: str, columns: Iterable[str]) -> pd.DataFrame:
+    """The folder's table ``name``, holding every one of ``columns`` (what the report reads
+    from it); a missing or damaged file, or a missing column, is a ConfigError naming it."""
     path = folder / name
     try:
-        return pd.read_parquet(path)
+        table = pd.read_parquet(path)
     except (OSError, ValueError) as exc:  # missing, or cut short (pyarrow's errors are ValueErrors)
         raise ConfigError(f"{path}: cannot be read ({str(exc).splitlines()[0]})") from None
+    missing = [column for column in columns if column not in table.columns]
+    if missing:
+        raise ConfigError(
+            f"{path}: no column {', '.join(missing)}, which this report reads "
+            f"(a results folder of another kind, or written by an older llumsim?)"
+        )
+    return table
+
+
+def _with_interval(*columns: str) -> list[str]:
+    """``columns`` and the ends of their intervals (``.ci_low``, ``.ci_high``)."""
+    return [name for column in columns for name in (column, f"{column}.ci_low", f"{column}.ci_high")]
 
 
 def _interval(value: float, low: float, high: float, digits: int) -> str:
@@ -159,7 +174,11 @@ def best_k(searches: pd.DataFrame, schemes: list[str]) -> str:
 
 def report(folder: Path) -> str:
     meta = _meta(folder, CAPACITY_GRID)
-    index, searches = _table(folder, "index.parquet"), _table(folder, "searches.parquet")
+    index = _table(
+        folder, "index.parquet",
+        ["scheduler", TIERS, MIX, "cost_per_latency", *_with_interval("rate_per_gpu", "vs_baseline")],
+    )
+    searches = _table(folder, "searches.parquet", ["scheduler", "seed", TIERS, MIX, "answer", "rate_per_gpu"])
     schemes = list(dict.fromkeys(index["scheduler"]))
     answers = searches["answer"].value_counts().to_dict()
     head = (
@@ -197,7 +216,7 @@ def floor_report(floor: Path, folder: Path, bounds: list[float]) -> str:
     whether the capacity grid's searches with no rate are the (mix, K, seed)s whose floor is
     below the grid's bound, which they must be if nothing but physics stops them."""
     _meta(floor, SWEEP)
-    index = _table(floor, "index.parquet")
+    index = _table(floor, "index.parquet", ["status", "seed", TIERS, MIX, "slo.overall.attainment"])
     index = index[index["status"] == "ok"]
     tiers = [column for column in index.columns if column.startswith("slo.by_tier.") and column.endswith(".attainment")]
     index = index.assign(floor=index[tiers].min(axis=1))  # a mix with K tiers has NaN past tier K - 1
@@ -211,7 +230,7 @@ def floor_report(floor: Path, folder: Path, bounds: list[float]) -> str:
     overall = index[index[TIERS] == 1].drop_duplicates("seed")["slo.overall.attainment"]  # K = 1: all tier 0
     meta = _meta(folder, CAPACITY_GRID)
     bound = attainment_bound(meta["slos"])
-    searches = _table(folder, "searches.parquet")
+    searches = _table(folder, "searches.parquet", [MIX, TIERS, "seed", "answer"])
     keys = [MIX, TIERS, "seed"]
     unmet = set(searches.loc[searches["answer"] == "none", keys].itertuples(index=False, name=None))
     floored = set(index.loc[index["floor"] < bound, keys].itertuples(index=False, name=None))
@@ -239,7 +258,7 @@ def autoscale_report(folder: Path) -> str:
     Student-t 95% interval, counted above, below or across 1, with the median and range of
     those ratios."""
     _meta(folder, SWEEP)
-    index = _table(folder, "index.parquet")
+    index = _table(folder, "index.parquet", ["status", "scheduler", "seed", TIERS, MIX, *AUTOSCALE_METRICS])
     index = distinct(index[index["status"] == "ok"])
     keys = [TIERS, MIX]
     metric = "slo.overall.attainment_per_gpu_hour"
