@@ -19,9 +19,10 @@ from tests.doubles import LinearTimer
 from tests.instance_support import make_parts, run_prefill
 
 
-def test_a_report_is_handed_out_again_exactly_while_none_of_its_fields_changed():
-    """Reuse is decided on the very fields a report carries: any change — the status the
-    engine sets, a migration taking the instance, a tier's headroom — builds a new one."""
+def test_a_report_is_handed_out_again_exactly_while_nothing_it_reports_changed():
+    """Reuse is decided on what can change between reports: any change — the status the
+    engine sets, a migration taking the instance, a request queued (the queue's totals are
+    compared by its change count) — builds a new one."""
     status, waiting, batches, endpoint, reporter = make_parts(tiers=2, headroom=(10.0, 0.0))
     run_prefill(batches, waiting, Request(0, 0.0, 20, 40, tier=0))
     first = reporter.report()
@@ -31,6 +32,7 @@ def test_a_report_is_handed_out_again_exactly_while_none_of_its_fields_changed()
     for change, field in (
         (lambda: setattr(status, "draining", True), "draining"),
         (lambda: setattr(endpoint, "in_flight", 1), "migrating"),
+        (lambda: waiting.push(Request(1, 1.0, 30, 5, tier=1)), "num_waiting"),
     ):
         before = reporter.report()
         change()
@@ -88,7 +90,7 @@ def test_the_reporters_tuple_names_each_field_in_load_reports_order():
     names are LoadReport's fields in order (a field added, dropped or moved in load.py, or a
     comment that lies, fails here)."""
     source = (Path(__file__).resolve().parents[1] / "sim" / "instance" / "reporting.py").read_text().splitlines()
-    start = next(i for i, line in enumerate(source) if "fields: ReportFields = (" in line)
-    end = next(i for i in range(start, len(source)) if source[i].strip() == ")")
+    start = next(i for i, line in enumerate(source) if "_new_report(LoadReport, (" in line)
+    end = next(i for i in range(start, len(source)) if source[i].strip() == "))")
     named = [line.split("  # ", 1)[1].split(":")[0] for line in source[start + 1 : end]]
     assert named == list(LoadReport._fields)

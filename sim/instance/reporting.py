@@ -22,15 +22,18 @@ from sim.instance.waiting import WaitingQueue
 # tests/test_load_reporter.py reads every field of a built report back by name.
 _new_report: Final = tuple.__new__
 
-# a report's fields as one plain tuple, compared with the last report's item by item (the
-# compiled engine compares such a tuple natively, without building a Python object)
-ReportFields = tuple[int, int, int, int, int, int, int, int, float, bool, bool, bool, int, int, int, int, int]
-_NO_REPORT: Final[ReportFields] = (-1, 0, 0, 0, 0, 0, 0, 0, 0.0, False, False, False, 0, 0, 0, 0, 0)
+# what can differ between two reports of one instance, as one plain tuple compared item by
+# item with the last report's (the compiled engine compares such a tuple natively): blocks
+# used and reserved, requests running, the queue's change count (for all its totals), the
+# headroom charged, draining, migrating, the top tier. The other fields follow from these or
+# never change (the instance's id, capacity, watermark and block size).
+ReportState = tuple[int, int, int, int, float, bool, bool, int]
+_NO_STATE: Final[ReportState] = (-1, 0, 0, 0, 0.0, False, False, 0)  # no ledger has -1 blocks: never equal
 
 
 class LoadReporter:
     """Builds an instance's reports from the counters its parts keep (never walks a list),
-    and hands the last one out again while nothing in it changed. It reads the parts the
+    and hands the last one out again while nothing it reports changed. It reads the parts the
     instance's migration endpoint is wired to, and the endpoint's own count of migrations."""
 
     def __init__(self, endpoint: MigrationEndpoint, headroom_blocks: Sequence[float] = ()) -> None:
@@ -42,40 +45,52 @@ class LoadReporter:
         self.batches: BatchFormer = endpoint.batches
         self.endpoint = endpoint
         self.headroom_blocks = tuple(headroom_blocks)  # H_p of each tier, charged while it runs
-        self._last_fields: ReportFields = _NO_REPORT  # no instance has id -1: never equal
-        self._last: LoadReport = _new_report(LoadReport, _NO_REPORT)
+        self._tiered = self.limits.tiers > 1
+        self._last_state: ReportState = _NO_STATE
+        self._last: LoadReport = LoadReport(-1, 0, 0, 0, 0, 0, 0, 0)  # never handed out: no state matches
 
     def report(self) -> LoadReport:
         """The instance-level load record sent to the global scheduler (raw counts; the
         signals computed from them are in ``sim.instance.load``). Built at every executed
-        step with per-step reports (and at ticks, samples and migration checks); about every
-        other step none of its fields has changed, and the last report is handed out again."""
-        ledger, waiting, batches, limits = self.ledger, self.waiting, self.batches, self.limits
-        allocated, reserved, queued = ledger.allocated, ledger.reserved, waiting.count
+        step with per-step reports (and at ticks, samples and migration checks); at most steps
+        nothing it reports has changed, and the last report is handed out again."""
+        ledger, batches = self.ledger, self.batches
+        state: ReportState = (
+            ledger.allocated,
+            ledger.reserved,
+            len(batches.running) + len(batches.prefilling),  # vLLM's running list holds both
+            self.waiting.changes,
+            headroom_usage(batches.running_per_tier, self.headroom_blocks) if self.headroom_blocks else 0.0,
+            self.status.draining,
+            self.endpoint.in_flight > 0,
+            self._top_tier() if self._tiered else 0,
+        )
+        if state == self._last_state:
+            return self._last
+        self._last_state = state
+        allocated, reserved, running, _, headroom, draining, migrating, top_tier = state
+        waiting, limits = self.waiting, self.limits
+        queued = waiting.count
         head = waiting.head_demand_blocks() if queued else 0
-        fields: ReportFields = (  # LoadReport's fields, in its order, each named
+        report = self._last = _new_report(LoadReport, (  # LoadReport's fields, in its order, each named
             self.id,  # instance_id
             ledger.capacity,  # capacity_blocks
             allocated,  # used_blocks
             reserved,  # reserved_blocks
-            len(batches.running) + len(batches.prefilling),  # num_running: vLLM's running list holds both
+            running,  # num_running
             queued,  # num_waiting
             waiting.demand_blocks,  # waiting_demand_blocks
             head,  # head_demand_blocks
-            headroom_usage(batches.running_per_tier, self.headroom_blocks) if self.headroom_blocks else 0.0,  # headroom_blocks
+            headroom,  # headroom_blocks
             queued > 0 and ledger.capacity - allocated - reserved - head < limits.watermark_blocks,  # head_blocked
-            self.status.draining,  # draining
-            self.endpoint.in_flight > 0,  # migrating
+            draining,  # draining
+            migrating,  # migrating
             limits.watermark_blocks,  # watermark_blocks
             limits.block_size,  # block_size
             waiting.tokens,  # waiting_tokens
             waiting.preempted,  # num_preempted
-            self._top_tier() if limits.tiers > 1 else 0,  # top_tier
-        )
-        if fields == self._last_fields:
-            return self._last
-        self._last_fields = fields
-        report = self._last = _new_report(LoadReport, fields)
+            top_tier,  # top_tier
+        ))
         return report
 
     def _top_tier(self) -> int:

@@ -21,6 +21,9 @@ class WaitingQueue:
         self.tokens = 0  # prompt + generated tokens of the queued requests
         self.per_tier = [0] * tiers
         self.preempted = 0  # requests queued again after a preemption (vLLM's ``killed``)
+        # one more on every push, pop and clear: whoever reports the totals above (the load
+        # reporter, every step) compares this one count instead of all of them
+        self.changes = 0
 
     def _lane(self, request: Request) -> deque:
         return self._lanes[request.tier if len(self._lanes) > 1 else 0]
@@ -55,6 +58,7 @@ class WaitingQueue:
 
     def _count(self, request: Request, sign: int) -> None:
         tokens = request.seq_len
+        self.changes += 1
         self.count += sign
         self.tokens += sign * tokens
         self.demand_blocks += sign * blocks_for(tokens, self._block_size)
@@ -67,6 +71,7 @@ class WaitingQueue:
         for lane in self._lanes:
             lane.clear()
         self.count = self.demand_blocks = self.tokens = self.preempted = 0
+        self.changes += 1
         self.per_tier = [0] * len(self.per_tier)
 
     def __len__(self) -> int:
