@@ -34,7 +34,7 @@ def step(llumlet: Llumlet):
     """One iteration, its duration on the llumlet's clock; blocks checked after it."""
     batch = llumlet.batches.next_batch()
     if batch is not None:
-        llumlet.batches.clock.now += llumlet.batches.iteration_time(batch)
+        llumlet.batches.clock.now += batch.seconds
         llumlet.batches.complete(batch)
         llumlet.check()
     return batch

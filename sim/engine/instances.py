@@ -100,7 +100,7 @@ class StepLoop:
                 self.log.idle_watch.forget(self.llumlet.id)
 
     def _step(self, event: Optional[simpy.Event]) -> None:
-        runtime, batches = self.runtime, self.batches
+        batches = self.batches
         batch = self._batch
         if batch is not None:  # a batch just ended
             self._batch = None
@@ -113,14 +113,14 @@ class StepLoop:
                 self._report = None
                 step_reports.deliver(report)
             if not self.alive:
-                return  # the report started something that removed this instance
+                return  # what the batch or its report started removed this instance
         else:
-            runtime.wake = None
+            self.runtime.wake = None
         batch = batches.next_batch()
         env = self.env
         if batch is None:
             batches.busy = False
-            wake = runtime.wake = env.event()
+            wake = self.runtime.wake = env.event()
             wake.callbacks.append(self._step)
             self._pending = wake
             self._went_idle()
@@ -129,7 +129,7 @@ class StepLoop:
         if self._step_reports is not None:
             self._report = self.reporter.report()
             self._drops_reported = batches.drops  # this report shows any drop of this step
-        duration = batches.iteration_time(batch)
+        duration = batch.seconds
         if self._record:
             self.log.batch_log.append(
                 BatchRecord(batches.id, env.now, duration, batch.is_prefill, batch.size)

@@ -6,9 +6,10 @@ from sim.instance.request import Request
 
 
 class Batch:
-    """One iteration: a prefill of ``requests``, or a decode step of the running batch."""
+    """One iteration: a prefill of ``requests``, or a decode step of the running batch, and
+    how long the replica model says it takes (``seconds``, set by the former that forms it)."""
 
-    __slots__ = ("is_prefill", "requests", "prefill_tokens", "num_decodes", "kv_tokens")
+    __slots__ = ("is_prefill", "requests", "prefill_tokens", "num_decodes", "kv_tokens", "seconds")
 
     def __init__(
         self,
@@ -22,6 +23,7 @@ class Batch:
         self.prefill_tokens = prefill_tokens
         self.num_decodes = num_decodes
         self.kv_tokens = kv_tokens
+        self.seconds = 0.0
 
     @property
     def size(self) -> int:

@@ -93,7 +93,8 @@ class BatchFormer:
 
     # ------------------------------------------------------------------ iterations
     def next_batch(self) -> Optional[Batch]:
-        """Form the next iteration at a step boundary (None: nothing to run)."""
+        """Form the next iteration at a step boundary, timed by the replica model (None:
+        nothing to run)."""
         if self._suspensions:
             self._apply_suspensions()
         if self.joining:
@@ -134,19 +135,15 @@ class BatchFormer:
                 if not running:
                     continue  # every running request was preempted (or aborted): queued now
             batch = self._decode_step  # one object per former, refilled every decode step
-            batch.num_decodes = len(running)
-            batch.kv_tokens = self.seq_sum
+            num_decodes = batch.num_decodes = len(running)
+            kv_tokens = batch.kv_tokens = self.seq_sum
+            seconds = self._decode_time(num_decodes, kv_tokens)
+            batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
             return batch
 
-    def iteration_time(self, batch: Batch) -> float:
-        if batch.is_prefill:
-            self.batch_started = self.clock()  # a migrated request's rebuild reads it
-            seconds = self.timer.batch_time([(q, q) for q in batch.prefill_tokens], 0, 0)
-        else:
-            seconds = self._decode_time(batch.num_decodes, batch.kv_tokens)
-        if self.copying:
-            seconds *= 1.0 + self.colocated_slowdown
-        return seconds
+    def _slowed_by_copying(self, seconds: float) -> float:
+        """An iteration's time while a migration stage copies to or from this instance."""
+        return seconds * (1.0 + self.colocated_slowdown)
 
     def complete(self, batch: Batch) -> None:
         """Apply the effects of a finished iteration: tokens generated, requests finished."""
@@ -200,7 +197,11 @@ class BatchFormer:
         if not admitted:
             return None
         self.prefilling = admitted
-        return Batch(admitted, tokens)
+        self.batch_started = self.clock()  # a migrated request's rebuild reads it
+        batch = Batch(admitted, tokens)
+        seconds = self.timer.batch_time([(q, q) for q in tokens], 0, 0)
+        batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
+        return batch
 
     def _grow_or_preempt(self, due: list[tuple[Request, int]], step: int) -> None:
         """Too few free blocks for everyone due: vLLM walks its running requests in arrival
