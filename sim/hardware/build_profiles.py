@@ -58,6 +58,7 @@ from sim.hardware.perf_model import (
     BYTES_PER_VALUE,
     OCCUPANCY_SHARPNESS,
     ROOFLINE_SHARPNESS,
+    SKINNY_GEMM_TOKENS,
     Constants,
     Device,
     PerfModel,
@@ -106,14 +107,16 @@ START_AND_BOUNDS = {
     "gemm_efficiency": (0.5, 0.05, 1.0),
     "attention_efficiency": (0.5, 0.05, 1.0),
     "memory_efficiency": (0.8, 0.05, MAX_MEMORY_EFFICIENCY),
+    "tiled_memory_efficiency": (0.7, 0.05, MAX_MEMORY_EFFICIENCY),
     "decode_attention_efficiency": (0.5, 0.05, MAX_MEMORY_EFFICIENCY),
     "blocks_per_sm_to_saturate": (0.5, 0.01, 16.0),
     "all_reduce_latency_us": (50.0, 0.0, 2000.0),
     "all_reduce_bus_gb_per_s": (15.0, 1.0, 32.0),  # PCIe 4.0 x16: 32 GB/s per direction
 }
-# Vidur's A40 profile of the token operators at decode batches of 1-64 is one source, so its
-# rows together weigh what one residual does (1/sqrt(rows) each): it pins how fast a GA102
-# streams weights, which the table's ~8k-token decode rows cannot separate from the KV stream.
+# Vidur's A40 profile of the token operators at decode batches of 1-128 (all memory-bound) is
+# one source, so its rows together weigh what one residual does (1/sqrt(rows) each): it pins
+# how fast a GA102 streams weights, skinny and tiled, which the table's ~8k-token decode rows
+# cannot separate from the KV stream.
 LINEAR_LAYER_MEASUREMENTS = load_linear_layer_measurements()
 LINEAR_LAYER_WEIGHT = 1 / np.sqrt(len(LINEAR_LAYER_MEASUREMENTS))
 SIGNIFICANT_DIGITS = 5  # constants are rounded before use, so the build is reproducible
@@ -168,6 +171,23 @@ class LayoutModel:
             num_requests,
         )
         return seconds * 1e3
+
+
+    def decode_parts_ms(self, constants: Constants, batch_size: int, context: int) -> dict[str, float]:
+        """A decode step of ``batch_size`` requests of ``context`` tokens, in the parts that
+        measurements can test one by one: the weight stream (the token operators of every
+        layer), the KV stream (decode attention of every layer) and the engine's CPU work.
+        They add up to ``batch_ms`` of the same batch."""
+        num_tokens, decode_batch, decode_kv, _, num_requests = lookup_key((), batch_size, batch_size * context)
+        model = PerfModel(self.device, self.shape, constants)
+        layers = self.shape.num_layers
+        weights = block_token_ops_ms(model.token_ops(num_tokens), self.comm_ms(constants, num_tokens))
+        kv = decode_attention_ms(model.attn_decode(decode_batch, decode_kv), decode_batch, self.batching_overhead)
+        return {
+            "weights_ms": layers * float(weights),
+            "kv_ms": layers * float(kv),
+            "cpu_ms": constants.overhead_base_ms + constants.overhead_per_request_ms * num_requests,
+        }
 
 
 def _round(value: float) -> float:
@@ -399,6 +419,8 @@ def provenance(constants: Constants, rows: list[dict], ranges: list[dict]) -> st
         constant_lines=constant_lines,
         max_memory_efficiency=MAX_MEMORY_EFFICIENCY,
         memory_efficiency=constants.memory_efficiency,
+        tiled_memory_efficiency=constants.tiled_memory_efficiency,
+        skinny_tokens=SKINNY_GEMM_TOKENS,
         # LLaMA-7B's 13.5 GB of weights over the one-request step's GPU time
         weight_stream_gbps=13.5e9 / ((ranges[0]["one_request_ms"] - overhead_1) * 1e-3) / 1e9,
         decode_attention_efficiency=constants.decode_attention_efficiency,

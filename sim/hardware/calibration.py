@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar, get_type_hints
 
 from vidur.config import CacheConfig
 
 from sim.hardware import overheads
 from sim.hardware.catalog import (
+    DECODE_ATTENTION_CSV,
     KV_CAPACITY_CSV,
     LIGHT_DECODE_CSV,
     LINEAR_LAYERS_CSV,
@@ -62,6 +63,7 @@ NEAR_IDEAL_TOKENS = 1600  # the paper's high-priority load target
 REQUEST_TOKENS = 256  # per request in the light/heavy batches: Figure 10's shortest sequence
 
 Batch = tuple[Sequence[tuple[int, int]], int, int]  # (prefills, num_decodes, decode_kv_tokens)
+T = TypeVar("T")
 
 # Acceptance bounds of the newer comparisons (issue #18): KV capacity against the artifact's
 # measured A10 table, and the light-batch step against independent measurements after their
@@ -189,6 +191,15 @@ def _rows(path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+def _records(kind: type[T], path) -> list[T]:
+    """Every row of a measurement file as a ``kind``: each of its fields read from the column
+    of that name, converted to the field's type (other columns, such as ``source``, stay in
+    the file)."""
+    types = {name: {"int": int, "float": float, "str": str}[hint.__name__]
+             for name, hint in get_type_hints(kind).items()}
+    return [kind(**{name: convert(row[name]) for name, convert in types.items()}) for row in _rows(path)]
+
+
 # -- KV capacity ---------------------------------------------------------------------------
 
 
@@ -204,16 +215,7 @@ class CapacityMeasurement:
 
 
 def load_capacity_measurements() -> list[CapacityMeasurement]:
-    return [
-        CapacityMeasurement(
-            row["model"],
-            float(row["gpu_memory_utilization"]),
-            int(row["block_size"]),
-            int(row["max_batched_tokens"]),
-            int(row["measured_blocks"]),
-        )
-        for row in _rows(KV_CAPACITY_CSV)
-    ]
+    return _records(CapacityMeasurement, KV_CAPACITY_CSV)
 
 
 def compare_capacity(layouts: dict[str, Layout]) -> list[dict]:
@@ -267,16 +269,7 @@ class LinearLayerMeasurement:
 
 
 def load_linear_layer_measurements() -> list[LinearLayerMeasurement]:
-    return [
-        LinearLayerMeasurement(
-            row["model"],
-            row["device"],
-            float(row["memory_bandwidth_gb_per_s"]),
-            int(row["num_tokens"]),
-            float(row["measured_ms"]),
-        )
-        for row in _rows(LINEAR_LAYERS_CSV)
-    ]
+    return _records(LinearLayerMeasurement, LINEAR_LAYERS_CSV)
 
 
 # -- light-batch references (independent checks) -------------------------------------------
@@ -313,23 +306,7 @@ class LightDecodeReference:
 
 
 def load_light_decode_references() -> list[LightDecodeReference]:
-    references = []
-    for row in _rows(LIGHT_DECODE_CSV):
-        references.append(
-            LightDecodeReference(
-                row["role"],
-                row["engine"],
-                row["gpu"],
-                float(row["memory_bandwidth_gb_per_s"]),
-                int(row["batch"]),
-                int(row["prompt_tokens"]),
-                int(row["output_tokens"]),
-                row["scope"],
-                float(row["measured_ms"]),
-                row["source"],
-            )
-        )
-    return references
+    return _records(LightDecodeReference, LIGHT_DECODE_CSV)
 
 
 def predicted_per_token_ms(
@@ -351,3 +328,39 @@ def predicted_per_token_ms(
     if reference.scope == "step":
         return sum(steps) / outputs * 1e3
     return None
+
+
+# -- heavy batches: the decode step where serving clusters live ------------------------------
+
+# The decode steps and prefills ``llumsim calibrate`` shows beside their measurements: batch ×
+# context where a cluster of A10s spends its time (and past it, where the A10's KV capacity
+# ends: those rows compare operators only), and prompts from 128 to 8,192 tokens.
+HEAVY_DECODE_BATCHES = (8, 16, 32, 64, 128, 256)
+HEAVY_CONTEXTS = (256, 1024, 2048)
+HEAVY_PREFILL_TOKENS = (128, 256, 512, 1024, 2048, 4096, 8192)
+HEAVY_TOLERANCE = 0.10  # a checked heavy-batch row's bound, after its stated transfer
+
+
+@dataclass(frozen=True)
+class DecodeAttentionMeasurement:
+    """Decode attention of ``batch`` sequences of ``kv_tokens`` context, one layer, measured
+    on another GA102 card by Vidur's profiler — with FlashAttention's paged decode kernel, not
+    the PagedAttention V1 kernel of the artifact's vLLM 0.1.2/0.2.0 (V2 came with vLLM 0.2.1,
+    https://github.com/vllm-project/vllm/pull/1348): the same bytes through another kernel, so
+    its level is context for the model, not a check of it."""
+
+    model: str
+    device: str
+    memory_bandwidth_gb_per_s: float
+    batch: int
+    kv_tokens: int
+    measured_ms_per_layer: float
+
+    @property
+    def on_a10_ms_per_layer(self) -> float:
+        """Transferred by memory bandwidth: decode attention reads every cached block once."""
+        return self.measured_ms_per_layer * self.memory_bandwidth_gb_per_s / A10_BANDWIDTH_GB_PER_S
+
+
+def load_decode_attention_measurements() -> list[DecodeAttentionMeasurement]:
+    return _records(DecodeAttentionMeasurement, DECODE_ATTENTION_CSV)

@@ -7,7 +7,11 @@ roofline model of each operator on the A10 (GA102: 72 SMs, 125 TFLOP/s FP16 tens
 ``build_profiles``:
 
 * GEMMs (QKV, output, gate/up, down projections): kernel cost + a smooth maximum of
-  FLOPs / (peak × gemm_efficiency) and bytes moved / (bandwidth × memory_efficiency).
+  FLOPs / (peak × gemm_efficiency) and bytes moved / (bandwidth × memory_efficiency), or
+  × tiled_memory_efficiency above ``SKINNY_GEMM_TOKENS`` tokens: cuBLAS serves the skinniest
+  matrices with kernels that stream the weights at nearly the bus rate, and wider ones with
+  tiled kernels that do not (Vidur's A40 profile of LLaMA-2-7B, ``data/ga102_linear_layers.csv``:
+  the blocks' token operators take 26.4 ms at 32 tokens and 29.3 ms at 48, all memory-bound).
 * Element-wise operators (norms, RoPE, SiLU·mul, residual add, KV-cache save): kernel cost +
   bytes moved / (bandwidth × memory_efficiency).
 * Prefill attention: like a GEMM, with its own compute efficiency, causal FLOPs over the
@@ -46,6 +50,10 @@ BYTES_PER_VALUE = 2  # FP16 weights, activations and KV cache
 # compute-bound, so they cannot pin it down.
 ROOFLINE_SHARPNESS = 4.0
 OCCUPANCY_SHARPNESS = 4.0
+# The widest batch cuBLAS's skinny-matrix kernels serve on GA102: Vidur's A40 token operators
+# (LLaMA-2-7B, TP 1) stay within 10% of their one-token time up to 32 tokens and jump by 11%
+# between 32 and 48 (the gate/up projection 0.36 -> 0.455 ms), a kernel change, not more bytes.
+SKINNY_GEMM_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,8 @@ class Constants:
 
     gemm_efficiency: float  # fraction of peak FLOP/s a projection GEMM reaches
     attention_efficiency: float  # fraction of peak FLOP/s prefill attention reaches
-    memory_efficiency: float  # fraction of peak bandwidth streaming kernels (GEMMs) reach
+    memory_efficiency: float  # fraction of peak bandwidth streaming kernels (skinny GEMMs) reach
+    tiled_memory_efficiency: float  # ... the tiled GEMMs of more than SKINNY_GEMM_TOKENS tokens
     decode_attention_efficiency: float  # fraction of peak bandwidth paged decode attention reaches
     blocks_per_sm_to_saturate: float  # decode-attention thread blocks per SM for full bandwidth
     kernel_overhead_us: float  # fixed cost of every kernel (launch, tail)
@@ -144,9 +153,14 @@ class PerfModel:
     def _gemm_ms(self, num_tokens, k: int, n: int):
         flops = 2.0 * num_tokens * k * n
         moved = BYTES_PER_VALUE * (k * n + num_tokens * k + num_tokens * n)
+        streaming = np.where(
+            num_tokens > SKINNY_GEMM_TOKENS,
+            self.constants.tiled_memory_efficiency,
+            self.constants.memory_efficiency,
+        )
         return self._kernel_ms() + _smooth_max(
             self._compute_ms(flops, self.constants.gemm_efficiency),
-            self._memory_ms(moved),
+            self._memory_ms(moved, streaming),
             ROOFLINE_SHARPNESS,
         )
 

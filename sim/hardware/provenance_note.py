@@ -10,7 +10,7 @@ output of the GA102 performance model in `sim/hardware/perf_model.py`, whose con
 fitted to the end-to-end A10 timings of the Llumnix artifact (Figure 10, in
 `sim/hardware/data/{measurements_csv}`), to the decode slowdown the Llumnix paper
 reports in its Figure 4, and to Vidur's measured A40 (GA102) times of the token operators at
-decode batches of 1–64 (`sim/hardware/data/{linear_layers_csv}`). Regenerate with
+decode batches of 1–128 (`sim/hardware/data/{linear_layers_csv}`). Regenerate with
 
     python -m sim.hardware.build_profiles
 
@@ -19,8 +19,9 @@ decode batches of 1–64 (`sim/hardware/data/{linear_layers_csv}`). Regenerate w
 ## Method
 1. Per operator, in Vidur's operator vocabulary: kernel cost + a smooth maximum (p-norm,
    p = {roofline_sharpness:g}) of FLOPs / (125 TFLOP/s × efficiency) and bytes moved /
-   (600 GB/s × efficiency). GEMMs and element-wise operators stream at `memory_efficiency`;
-   decode attention (vLLM's PagedAttention, a different kernel) at
+   (600 GB/s × efficiency). Element-wise operators and the GEMMs of at most
+   {skinny_tokens} tokens (cuBLAS's skinny-matrix kernels) stream at `memory_efficiency`, wider
+   GEMMs (its tiled kernels) at `tiled_memory_efficiency`; decode attention (vLLM's PagedAttention, a different kernel) at
    `decode_attention_efficiency`, scaled by a saturating occupancy of (sequences × heads per
    GPU) / (72 SMs × blocks_per_sm_to_saturate), sharpness {occupancy_sharpness:g}. All-reduce
    over PCIe: latency + 2(n−1)/n × bytes / bus bandwidth.
@@ -58,20 +59,19 @@ decode batches of 1–64 (`sim/hardware/data/{linear_layers_csv}`). Regenerate w
 the smallest kernels take on the same GA102 die in Vidur's published A40 profiles
 (1–4 µs for norms, adds and RoPE at a few tokens).
 
-Why two bandwidth efficiencies: every decode row of the table holds ~8k tokens, so the table
-cannot say how much of a step is streaming weights and how much is reading the KV cache.
-The A40 rows measure the weight stream on the same die directly; Figure 4's ratio asks for
-a faster one. The fit settles the weight stream
-at {memory_efficiency:.1%} of 600 GB/s (cap {max_memory_efficiency:.0%}; with the LM head and
-embedding, which Vidur's blocks omit, the one-request step streams LLaMA-7B's 13.5 GB at
-~{weight_stream_gbps:.0f} GB/s) and paged decode attention at
-{decode_attention_efficiency:.0%} when the SMs are occupied. The heaviest/one-request ratio
-is then {ratio:.2f}, {ratio_vs_target_pct:+.1f}% from 2.6 (bound ±10%). Residuals of the A40
-rows, modelled over transferred, at {linear_tokens}: {linear_errors}. The roofline is
-flat up to the tokens where GEMMs turn compute-bound; the measured A40 GEMMs already slow
-down from ~24 tokens (cuBLAS's kernels for skinny matrices), so above that the modelled
-weight stream is faster than the measurement says — the light-batch uncertainty that
-`llumsim calibrate` shows.
+Why several bandwidth efficiencies: every decode row of the table holds ~8k tokens, so the
+table cannot say how much of a step is streaming weights and how much is reading the KV
+cache. The A40 rows measure the weight stream on the same die directly, at every decode
+batch up to 128 tokens (all memory-bound on the A40: fewer FLOPs per weight byte than its ridge point);
+they show cuBLAS's kernel change between 32 and 48 tokens, which one efficiency cannot
+follow. The fit settles the skinny weight stream at {memory_efficiency:.1%} of 600 GB/s (cap
+{max_memory_efficiency:.0%}; with the LM head and embedding, which Vidur's blocks omit, the
+one-request step streams LLaMA-7B's 13.5 GB at ~{weight_stream_gbps:.0f} GB/s), the tiled one at
+{tiled_memory_efficiency:.1%}, and paged decode attention at {decode_attention_efficiency:.0%}
+when the SMs are occupied. The heaviest/one-request ratio is then {ratio:.2f},
+{ratio_vs_target_pct:+.1f}% from 2.6 (bound ±10%). Residuals of the A40 rows, modelled over
+transferred, at {linear_tokens}: {linear_errors} (`llumsim calibrate` checks each within
+±10%, and shows the heavy-batch decode steps part by part beside what was measured of them).
 
 ## Light-batch decode (the performance model at the predictor's lookup keys)
 
