@@ -11,6 +11,7 @@ from sim.hardware.calibration import (
     batch_of,
     load_measurements,
     relative_error,
+    table_attention_bound_ms,
 )
 from sim.hardware.catalog import FIT_JSON
 from tests.hardware_support import figure_10_replica
@@ -52,3 +53,17 @@ def test_predictor_computes_the_fitted_function():
 def test_decode_rows_use_the_length_including_the_new_token():
     decode = next(m for m in ROWS if m.quantity == "decode" and m.seq_len == 512)
     assert batch_of(decode) == ([], 16, 16 * 512)
+
+
+def test_the_tables_growth_bounds_prefill_attention_by_its_quadratic_term():
+    """A known answer: a prefill made of CPU work c, operators linear in tokens and attention
+    quadratic gives back its own attention per layer from its times at n and 2n tokens."""
+    cpu, linear_per_token, layers, attention_at_n, n = 2.0, 0.2, 32, 1.5, 4096
+
+    def prefill_ms(tokens: int) -> float:
+        return cpu + linear_per_token * tokens + layers * attention_at_n * (tokens / n) ** 2
+
+    table = {n: prefill_ms(n), 2 * n: prefill_ms(2 * n)}
+    assert table_attention_bound_ms(table, cpu, layers, n) == pytest.approx(attention_at_n)
+    # a table that grows only linearly leaves no room for attention at all
+    assert table_attention_bound_ms({n: 100.0, 2 * n: 200.0 - cpu}, cpu, layers, n) == pytest.approx(0.0)

@@ -118,3 +118,6 @@ def test_heavy_rows_cover_the_issued_grid_and_check_every_measured_weight_stream
         assert r["fits_kv_capacity"] == (r["batch"] * r["context"] <= 782 * 16)
     prefill = {r["tokens"]: r for r in document["heavy_prefill"]}
     assert prefill[128]["measured_ms"] is None and prefill[8192]["measured_ms"] == 1995
+    attention = document["prefill_attention"]
+    assert [r["tokens"] for r in attention["rows"]] == [128, 256, 512, 1024, 2048, 4096]
+    assert attention["table_bound_tokens"] == 4096 and attention["table_bound_ms_per_layer"] > 0

@@ -37,10 +37,12 @@ from sim.hardware.calibration import (
     default_kv_capacity_tokens,
     load_decode_attention_measurements,
     load_light_decode_references,
+    load_prefill_attention_measurements,
     load_linear_layer_measurements,
     load_measurements,
     predicted_per_token_ms,
     ratio_within_bound,
+    table_attention_bound_ms,
 )
 from sim.hardware.catalog import LAYOUTS, find_layout
 
@@ -113,6 +115,7 @@ def calibration(max_batched_tokens: int = 12800) -> dict:
         "linear_layers": linear_layer_rows(),
         "heavy_decode": heavy_decode_rows(models["llama-7b"]),
         "heavy_prefill": heavy_prefill_rows(bench["llama-7b"], rows),
+        "prefill_attention": prefill_attention_rows(bench["llama-7b"], rows),
     }
 
 
@@ -172,20 +175,26 @@ def linear_layer_rows() -> list[dict]:
     return rows
 
 
+def _performance_model(model: str):
+    """The fitted constants and the performance model of ``model``'s built layout, which the
+    heavy-batch rows take apart (imported here: the fit's modules pull in scipy, which the
+    rest of the table does not need)."""
+    from sim.hardware.build_profiles import BUILT, LayoutModel
+    from sim.hardware.catalog import FIT_JSON
+    from sim.hardware.perf_model import Constants
+
+    constants = Constants(**json.loads(FIT_JSON.read_text())["constants"])
+    return constants, LayoutModel.of(next(layout for layout in BUILT if layout.model == model))
+
+
 def heavy_decode_rows(model: ReplicaModel) -> list[dict]:
     """LLaMA-7B's decode step at heavy batches (the serving engine's), in its parts, each part
     beside its measurement on another GA102 card transferred by memory bandwidth: the weight
     stream (the token operators: the same cuBLAS kernels on the same die, so a check, where the
     A40 rows are memory-bound: up to 128 tokens) and the KV stream (decode attention: another
     kernel than the artifact's, so context). Rows past the A10's KV capacity compare parts only."""
-    from sim.hardware.build_profiles import BUILT, LayoutModel
-    from sim.hardware.catalog import FIT_JSON
-    from sim.hardware.perf_model import Constants
-
-    constants = Constants(**json.loads(FIT_JSON.read_text())["constants"])
-    layout = next(layout for layout in BUILT if layout.model == model.model)
-    parts_of = LayoutModel.of(layout)
-    capacity = default_kv_capacity_tokens(layout)
+    constants, parts_of = _performance_model(model.model)
+    capacity = default_kv_capacity_tokens(parts_of.layout)
     layers = parts_of.shape.num_layers
     weights = {m.num_tokens: m for m in load_linear_layer_measurements() if m.model == model.model}
     attention = {(m.batch, m.kv_tokens): m for m in load_decode_attention_measurements() if m.model == model.model}
@@ -231,6 +240,31 @@ def heavy_prefill_rows(bench: ReplicaModel, table_rows: list[dict]) -> list[dict
             }
         )
     return rows
+
+
+def prefill_attention_rows(bench: ReplicaModel, table_rows: list[dict]) -> dict:
+    """The model's prefill attention per layer beside Vidur's A40 measurement × 149.7/125, and
+    what the A10 table's own growth from 4,096 to 8,192 tokens leaves for it at 4,096: the
+    A40 rows are context, the table decides (its rows are checks above)."""
+    constants, parts_of = _performance_model(bench.model)
+    rows = []
+    for m in load_prefill_attention_measurements():
+        if m.model != bench.model:
+            continue
+        model_ms = parts_of.prefill_attention_ms(constants, m.tokens)
+        rows.append(
+            {
+                "tokens": m.tokens,
+                "model_ms_per_layer": model_ms,
+                "a40_ms_per_layer": m.on_a10_ms_per_layer,
+                "ratio": model_ms / m.on_a10_ms_per_layer,
+            }
+        )
+    table = {r["seq_len"]: r["measured_ms"] for r in table_rows
+             if (r["model"], r["quantity"]) == (bench.model, "prefill")}
+    bound_tokens = max(table) // 2
+    bound = table_attention_bound_ms(table, bench.overhead_time(1) * 1e3, parts_of.shape.num_layers, bound_tokens)
+    return {"rows": rows, "table_bound_tokens": bound_tokens, "table_bound_ms_per_layer": bound}
 
 
 def heavy_within_bound(error: float | None) -> bool:
@@ -378,6 +412,25 @@ def format_heavy(result: dict) -> list[str]:
             f"{r['tokens']:>5} tokens: model {r['predicted_ms']:.1f} ms, measured {measured} "
             f"({_percent(r['rel_error'])}){mark}"
         )
+    attention = result["prefill_attention"]
+    lines.append("")
+    lines.append(
+        "Prefill attention, LLaMA-7B, one layer: model beside Vidur's A40 (FlashAttention) × 149.7/125 "
+        "(context, not graded: the A10 table decides)"
+    )
+    for r in attention["rows"]:
+        lines.append(
+            f"{r['tokens']:>5} tokens: model {r['model_ms_per_layer']:.3f} ms, A40 {r['a40_ms_per_layer']:.3f} ms "
+            f"(model ÷ it {r['ratio']:.2f})"
+        )
+    bound_tokens = attention["table_bound_tokens"]
+    at_bound = next((r for r in attention["rows"] if r["tokens"] == bound_tokens), None)
+    a40 = f"; the A40's: {at_bound['a40_ms_per_layer']:.2f} ms" if at_bound else ""
+    lines.append(
+        f"the A10 table's growth from {bound_tokens:,} to {2 * bound_tokens:,} tokens leaves "
+        f"{attention['table_bound_ms_per_layer']:.2f} ms per layer for attention at {bound_tokens:,} tokens "
+        f"(quadratic attention, linear operators){a40}"
+    )
     return lines
 
 

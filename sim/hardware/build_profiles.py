@@ -190,6 +190,13 @@ class LayoutModel:
         }
 
 
+    def prefill_attention_ms(self, constants: Constants, tokens: int) -> float:
+        """One layer's attention over a fresh prompt of ``tokens`` tokens, at the keys the
+        predictor reads it at."""
+        (kv, chunk), = lookup_key(((tokens, tokens),), 0, 0)[3]
+        return float(PerfModel(self.device, self.shape, constants).attn_prefill(kv, chunk))
+
+
 def _round(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 

@@ -40,6 +40,7 @@ from sim.hardware.catalog import (
     LIGHT_DECODE_CSV,
     LINEAR_LAYERS_CSV,
     MEASUREMENTS_CSV,
+    PREFILL_ATTENTION_CSV,
     Layout,
 )
 from sim.hardware.memory import ProfileRunMemoryPlanner
@@ -72,6 +73,7 @@ KV_CAPACITY_TOLERANCE = 0.01
 LIGHT_DECODE_TOLERANCE = 0.10
 # the datasheet bandwidth the transfers scale to: the A10 device SKU's own figure
 A10_BANDWIDTH_GB_PER_S = A10DeviceSKUConfig.memory_bandwidth_gb_per_s
+A10_FP16_TFLOPS = A10DeviceSKUConfig.fp16_tflops  # ... and the FP16 tensor throughput
 
 
 @dataclass(frozen=True)
@@ -345,9 +347,10 @@ HEAVY_TOLERANCE = 0.10  # a checked heavy-batch row's bound, after its stated tr
 class DecodeAttentionMeasurement:
     """Decode attention of ``batch`` sequences of ``kv_tokens`` context, one layer, measured
     on another GA102 card by Vidur's profiler — with FlashAttention's paged decode kernel, not
-    the PagedAttention V1 kernel of the artifact's vLLM 0.1.2/0.2.0 (V2 came with vLLM 0.2.1,
-    https://github.com/vllm-project/vllm/pull/1348): the same bytes through another kernel, so
-    its level is context for the model, not a check of it."""
+    the PagedAttention V1 kernel the artifact's vLLM runs (``single_query_cached_kv_attention``,
+    AlibabaPAI/llumnix osdi24ae at 92f6f9d, ``vllm/model_executor/layers/attention.py`` lines
+    127-147; V2 came with vLLM 0.2.1, https://github.com/vllm-project/vllm/pull/1348): the same
+    bytes through another kernel, so its level is context for the model, not a check of it."""
 
     model: str
     device: str
@@ -364,3 +367,34 @@ class DecodeAttentionMeasurement:
 
 def load_decode_attention_measurements() -> list[DecodeAttentionMeasurement]:
     return _records(DecodeAttentionMeasurement, DECODE_ATTENTION_CSV)
+
+
+@dataclass(frozen=True)
+class PrefillAttentionMeasurement:
+    """Causal attention over one fresh prompt of ``tokens`` tokens, one layer, measured on
+    another GA102 card by Vidur's profiler (FlashAttention; the artifact's vLLM runs xformers'
+    ``memory_efficient_attention_forward`` for prompts, ``vllm/model_executor/layers/attention.py``
+    line 115 at the commit above)."""
+
+    model: str
+    device: str
+    fp16_tflops: float
+    tokens: int
+    measured_ms_per_layer: float
+
+    @property
+    def on_a10_ms_per_layer(self) -> float:
+        """Transferred by FP16 tensor throughput: prefill attention is compute-bound."""
+        return self.measured_ms_per_layer * self.fp16_tflops / A10_FP16_TFLOPS
+
+
+def load_prefill_attention_measurements() -> list[PrefillAttentionMeasurement]:
+    return _records(PrefillAttentionMeasurement, PREFILL_ATTENTION_CSV)
+
+
+def table_attention_bound_ms(prefill_ms: dict[int, float], cpu_ms: float, layers: int, tokens: int) -> float:
+    """The prefill attention per layer at ``tokens`` that the A10 table's own growth from
+    ``tokens`` to twice as many leaves room for, with the operators linear in tokens,
+    attention quadratic and the engine's CPU work ``cpu_ms`` fixed:
+    T(2n) − c = 2 (T(n) − c − A) + 4 A, so A = (T(2n) − 2 T(n) + c) / 2 over all layers."""
+    return (prefill_ms[2 * tokens] - 2 * prefill_ms[tokens] + cpu_ms) / 2 / layers

@@ -23,6 +23,7 @@ KV_CAPACITY_CSV = DATA_DIR / "a10_kv_capacity.csv"
 LINEAR_LAYERS_CSV = DATA_DIR / "ga102_linear_layers.csv"
 LIGHT_DECODE_CSV = DATA_DIR / "light_decode_references.csv"
 DECODE_ATTENTION_CSV = DATA_DIR / "ga102_decode_attention.csv"
+PREFILL_ATTENTION_CSV = DATA_DIR / "ga102_prefill_attention.csv"
 FIT_JSON = PROFILES_DIR / "a10_fit.json"
 
 

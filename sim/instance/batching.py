@@ -1,13 +1,18 @@
 """The llumlet's batch former: vLLM-style continuous batching over paged KV blocks.
 
-Semantics (vLLM 0.2, which Llumnix builds on):
+Semantics (vLLM 0.2, which Llumnix builds on; the artifact's fork, AlibabaPAI/llumnix branch
+osdi24ae at 92f6f9d, ``vllm/core/scheduler.py`` ``Scheduler._schedule``, lines 197-263 and 265-291):
 * an iteration is either a prefill batch (waiting requests admitted in queue order while the
-  token budget, the batch-size cap and ``free - watermark`` blocks allow) or a decode step of
-  every running request; prefills go first whenever one can be admitted;
+  token budget, the batch-size cap and ``free - watermark`` blocks allow: lines 226-240, with
+  ``BlockSpaceManager.can_allocate`` in ``vllm/core/block_manager.py``, lines 97-105) or a
+  decode step of every running request; prefills go first whenever one can be admitted, and a
+  step with any prompt runs prompts only (line 263 returns before the decode part): there are
+  no mixed batches, so every prefill step stalls every running request's decode;
 * blocks persist and grow: a request needs ``ceil((prompt + generated) / block_size)`` blocks
   before each iteration, so it takes one more block every ``block_size`` decode steps;
 * when a running request cannot get its next block, the latest arrival among the running
-  requests (of the least critical tier, when tiers are honoured) is preempted by recompute:
+  requests (of the least critical tier, when tiers are honoured) is preempted by recompute
+  (lines 273-291: ``self.running.pop(-1)`` of the FCFS-sorted list):
   its blocks are freed and it goes back to the head of the queue, to be prefilled again over
   ``prompt + generated`` tokens.
 
