@@ -206,7 +206,9 @@ def run_bench(
 
     rows = []
     for name in models:
-        model = load_replica_model(name)
+        # Figure 10's bench ran vLLM 0.2.0 (artifact/62_migration_efficiency/vllm_020), whose
+        # detokenizer converts the few tokens around the new one, not each whole output
+        model = load_replica_model(name, overhead_per_output_token=0.0)
         transfer = load_transfer_model(
             model.layout, model.kv_bytes_per_token, model.block_size, **(transfer_overrides or {})
         )

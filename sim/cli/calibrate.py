@@ -387,7 +387,8 @@ def format_heavy(result: dict) -> list[str]:
     lines = [
         "Heavy batches, LLaMA-7B decode step (serving engine) = weights + KV + CPU, ms; weights checked "
         f"against Vidur's A40 token operators × 696/600 (±{100 * HEAVY_TOLERANCE:.0f}%); KV beside the A40's "
-        "FlashAttention decode × 696/600 (another kernel: model ÷ it, not graded); * = past the A10's KV capacity",
+        "FlashAttention decode × 696/600 (another kernel: model ÷ it, not graded); * = past the A10's KV capacity; "
+        "the serving engine adds its detokenizer's time per output token held, which these rows leave out",
         f"{'batch':>5} {'context':>7} {'step':>7} {'weights':>8} {'KV':>7} {'CPU':>6}  {'weights measured':>16}  "
         f"{'KV (A40 FA)':>15}",
     ]

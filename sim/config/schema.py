@@ -40,16 +40,19 @@ class OverheadConfig:
     Defaults: vLLM's scheduling, input preparation, sampling, output processing and Ray
     hand-off, measured by Vidur for LLaMA-2-7B on the A10's GA102 die (A40): the line through
     https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv
-    (means, batch 8-48), plus the per-sequence sampler loop of the artifact's vLLM 0.1.2
-    (``sim/hardware/overheads.py``). The A10 calibration assumes them.
+    (means, batch 8-48), plus the per-sequence sampler loop of the artifact's vLLM 0.1.2 and
+    its detokenizer, which turns every batched request's whole output back into text at every
+    step (``sim/hardware/overheads.py``). The A10 calibration assumes them.
     """
 
     base: float = 1.6328e-3  # s per iteration
     per_request: float = 3.7305e-4  # s per request in the iteration's batch
+    per_output_token: float = 4.5422e-7  # s per output token the batched requests hold
 
     RANGES: ClassVar[dict[str, Range]] = {
         "base": Range(0.0, 1.0, "s"),
         "per_request": Range(0.0, 0.1, "s"),
+        "per_output_token": Range(0.0, 1e-3, "s"),
     }
 
     def __post_init__(self) -> None:

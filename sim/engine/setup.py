@@ -153,6 +153,7 @@ def replica_model_settings(pool: ClusterConfig) -> dict:
         "kv_capacity_blocks": pool.kv_capacity_blocks,
         "overhead_base": pool.overhead.base,
         "overhead_per_request": pool.overhead.per_request,
+        "overhead_per_output_token": pool.overhead.per_output_token,
         "decode_scale": pool.decode_scale,
         "prefill_scale": pool.prefill_scale,
         "kv_scale": pool.kv_scale,

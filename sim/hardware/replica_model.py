@@ -128,6 +128,7 @@ class ReplicaModel:
         overhead_per_request: float,
         decode_scale: float,
         prefill_scale: float = 1.0,
+        overhead_per_output_token: float = 0.0,
     ) -> None:
         replica = layout.replica_config()
         self.layout = layout
@@ -145,6 +146,9 @@ class ReplicaModel:
         )
         self.overhead_base = overhead_base  # s per iteration (engine CPU work)
         self.overhead_per_request = overhead_per_request  # s per request in the batch
+        # s per output token the batch's requests hold: the engine re-detokenizes each whole
+        # output every step (vLLM 0.1.x); the batch former, which knows the outputs, adds it
+        self.overhead_per_output_token = overhead_per_output_token
         self.decode_scale = decode_scale  # × GPU time of iterations without a prefill chunk
         self.prefill_scale = prefill_scale  # × GPU time of iterations with one
         self._overhead_base_ms = overhead_base * 1e3
@@ -238,6 +242,7 @@ def load_replica_model(
     cache_dir: str | None = None,
     overhead_base: float | None = None,
     overhead_per_request: float | None = None,
+    overhead_per_output_token: float | None = None,
     decode_scale: float = 1.0,
     prefill_scale: float = 1.0,
     kv_scale: float = 1.0,
@@ -249,7 +254,10 @@ def load_replica_model(
     the profile run whose peak memory the cache is sized after. ``overhead_base`` (s per iteration) and ``overhead_per_request``
     (s per request in the batch) are the engine's CPU work, added to every iteration; None
     (the default) is vLLM's, measured: the line of the device entry's ``cpu_overheads``
-    reference (``overheads``), which the calibration assumes.
+    reference (``overheads``), which the calibration assumes. ``overhead_per_output_token``
+    (s per output token the batched requests hold; None: vLLM 0.1.2's detokenizer,
+    ``overheads.DETOKENIZE_PER_OUTPUT_TOKEN_MS``) is carried for the batch former, which
+    adds it: ``batch_time`` does not see the requests' outputs.
     ``decode_scale`` multiplies the GPU time of iterations without a prefill chunk (1.0:
     the calibration) and ``prefill_scale`` those with one; ``kv_scale`` multiplies the
     planned KV blocks (not an explicit ``kv_capacity_blocks``): the bands of model error a
@@ -261,6 +269,8 @@ def load_replica_model(
         overhead_base = engine.base_ms * 1e-3
     if overhead_per_request is None:
         overhead_per_request = engine.per_request_ms * 1e-3
+    if overhead_per_output_token is None:
+        overhead_per_output_token = overheads.DETOKENIZE_PER_OUTPUT_TOKEN_MS * 1e-3
     _check(
         0 < max_batched_tokens <= settings.MAX_TOKENS,
         f"max_batched_tokens must be in 1..{settings.MAX_TOKENS} (the profiled range), "
@@ -277,7 +287,11 @@ def load_replica_model(
         kv_capacity_blocks is None or kv_capacity_blocks >= 1,
         f"kv_capacity_blocks must be >= 1, got {kv_capacity_blocks}",
     )
-    for name, value in (("overhead_base", overhead_base), ("overhead_per_request", overhead_per_request)):
+    for name, value in (
+        ("overhead_base", overhead_base),
+        ("overhead_per_request", overhead_per_request),
+        ("overhead_per_output_token", overhead_per_output_token),
+    ):
         _check(value >= 0, f"{name} must be >= 0 s, got {value}")
     for name, value in (("decode_scale", decode_scale), ("prefill_scale", prefill_scale), ("kv_scale", kv_scale)):
         _check(value > 0, f"{name} must be > 0, got {value}")
@@ -293,4 +307,5 @@ def load_replica_model(
         overhead_per_request=overhead_per_request,
         decode_scale=decode_scale,
         prefill_scale=prefill_scale,
+        overhead_per_output_token=overhead_per_output_token,
     )

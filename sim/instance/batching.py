@@ -72,6 +72,10 @@ class BatchFormer:
         self._decode_time = getattr(timer, "decode_batch_time", None) or (
             lambda num_decodes, kv_tokens: timer.batch_time((), num_decodes, kv_tokens)
         )
+        # the engine's CPU work per output token its batched requests hold (vLLM 0.1.x turns
+        # each whole output back into text every step); the replica model states it, and only
+        # the former knows the outputs
+        self._per_output_token: float = getattr(timer, "overhead_per_output_token", 0.0)
         self.clock = clock
         self.waiting = waiting
         self.ledger = ledger
@@ -88,6 +92,7 @@ class BatchFormer:
         self._suspensions: list[tuple[Request, Callable[[bool], None]]] = []
         self.iteration = 0  # completed decode iterations
         self.seq_sum = 0  # sum of seq_len over running requests
+        self.prompt_sum = 0  # sum of prompt_tokens over running requests (outputs: the rest)
         self._block_due: dict[int, list[tuple[Request, int]]] = {}
         self._finish_due: dict[int, list[tuple[Request, int]]] = {}
         self.busy = False  # an iteration is running (set by the engine's step loop)
@@ -143,6 +148,8 @@ class BatchFormer:
             num_decodes = batch.num_decodes = len(running)
             kv_tokens = batch.kv_tokens = self.seq_sum
             seconds = self._decode_time(num_decodes, kv_tokens)
+            if self._per_output_token:  # each request's output so far, and this step's token
+                seconds += self._per_output_token * (kv_tokens - self.prompt_sum + num_decodes)
             batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
             return batch
 
@@ -180,6 +187,7 @@ class BatchFormer:
         limits = self.limits
         admitted: list[Request] = []
         tokens: list[int] = []
+        outputs = 0  # output tokens the admitted requests hold once their first is out
         budget = limits.max_batched_tokens
         seats = limits.max_batch_size - len(self.running) - len(self.suspended)
         while self.waiting:
@@ -197,6 +205,7 @@ class BatchFormer:
             request.admitted(self.clock())
             admitted.append(request)
             tokens.append(q)
+            outputs += q - request.prompt_tokens + 1
             budget -= q
             seats -= 1
         if not admitted:
@@ -204,7 +213,7 @@ class BatchFormer:
         self.prefilling = admitted
         self.batch_started = self.clock()  # a migrated request's rebuild reads it
         batch = Batch(admitted, tokens)
-        seconds = self.timer.batch_time([(q, q) for q in tokens], 0, 0)
+        seconds = self.timer.batch_time([(q, q) for q in tokens], 0, 0) + self._per_output_token * outputs
         batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
         return batch
 
@@ -241,6 +250,7 @@ class BatchFormer:
         self.running[request] = None
         self.running_per_tier[request.tier] += 1
         self.seq_sum += request.seq_len
+        self.prompt_sum += request.prompt_tokens
         record = request.migration
         if record is not None and record.destination == self.id:
             record.rejoined(self.clock())
@@ -258,6 +268,7 @@ class BatchFormer:
         del self.running[request]
         self.running_per_tier[request.tier] -= 1
         self.seq_sum -= request.seq_len
+        self.prompt_sum -= request.prompt_tokens
 
     def _calendar(self, calendar: dict[int, list[tuple[Request, int]]], step: int, request: Request) -> None:
         entry = (request, request.epoch)
@@ -357,20 +368,22 @@ class BatchFormer:
         self.joining.clear()
         self.prefilling = []
         self.running_per_tier = [0] * self.limits.tiers
-        self.seq_sum = 0
+        self.seq_sum = self.prompt_sum = 0
         self._block_due.clear()
         self._finish_due.clear()
 
     def check(self) -> None:
         """Raise if the lazy accounting drifted: every running request holds the blocks its
         tokens need, and the running totals match the running set (used by tests)."""
-        seq_sum = 0
+        seq_sum = prompt_sum = 0
         for request in self.running:
             seq = request.prompt_tokens + self.progress(request)
             seq_sum += seq
+            prompt_sum += request.prompt_tokens
             held = self.ledger.held(request)
             assert held * self.limits.block_size >= seq - 1, (
                 f"request {request.id} holds {held} blocks for {seq - 1} resident tokens"
             )
         assert seq_sum == self.seq_sum, f"seq_sum drifted: {self.seq_sum} != {seq_sum}"
+        assert prompt_sum == self.prompt_sum, f"prompt_sum drifted: {self.prompt_sum} != {prompt_sum}"
         assert sum(self.running_per_tier) == len(self.running)
