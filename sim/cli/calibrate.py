@@ -16,6 +16,8 @@ from pathlib import Path
 
 from sim.hardware import ReplicaModel, known_models, load_replica_model
 from sim.hardware.calibration import (
+    A10_BANDWIDTH_GB_PER_S,
+    A10_FP16_TFLOPS,
     BATCH_TOKENS,
     DECODE_SLOWDOWN,
     DECODE_SLOWDOWN_BOUND,
@@ -215,6 +217,7 @@ def heavy_decode_rows(model: ReplicaModel) -> list[dict]:
                     **parts,
                     "measured_weights_ms": weights_ms,
                     "weights_error": None if weights_ms is None else parts["weights_ms"] / weights_ms - 1,
+                    "kv_transfer": f"{measured_kv.memory_bandwidth_gb_per_s:g}/{A10_BANDWIDTH_GB_PER_S:g}" if measured_kv else None,
                     "a40_kv_ms": kv_ms,
                     "kv_ratio": None if kv_ms is None else parts["kv_ms"] / kv_ms,
                 }
@@ -222,11 +225,15 @@ def heavy_decode_rows(model: ReplicaModel) -> list[dict]:
     return rows
 
 
+def _table_prefills(table_rows: list[dict], model: str) -> dict[int, float]:
+    """The A10 table's prefill rows of ``model``: prompt length -> measured ms."""
+    return {r["seq_len"]: r["measured_ms"] for r in table_rows if (r["model"], r["quantity"]) == (model, "prefill")}
+
+
 def heavy_prefill_rows(bench: ReplicaModel, table_rows: list[dict]) -> list[dict]:
     """LLaMA-7B's prefill of one prompt (on the engine Figure 10 was measured on) beside the
     A10 table, where it has the length: the only prefill measured on the A10 itself."""
-    measured = {r["seq_len"]: r["measured_ms"] for r in table_rows
-                if (r["model"], r["quantity"]) == (bench.model, "prefill")}
+    measured = _table_prefills(table_rows, bench.model)
     rows = []
     for tokens in HEAVY_PREFILL_TOKENS:
         predicted = bench.prefill_time(tokens) * 1e3
@@ -255,13 +262,13 @@ def prefill_attention_rows(bench: ReplicaModel, table_rows: list[dict]) -> dict:
         rows.append(
             {
                 "tokens": m.tokens,
+                "transfer": f"{m.fp16_tflops:g}/{A10_FP16_TFLOPS:g}",
                 "model_ms_per_layer": model_ms,
                 "a40_ms_per_layer": m.on_a10_ms_per_layer,
                 "ratio": model_ms / m.on_a10_ms_per_layer,
             }
         )
-    table = {r["seq_len"]: r["measured_ms"] for r in table_rows
-             if (r["model"], r["quantity"]) == (bench.model, "prefill")}
+    table = _table_prefills(table_rows, bench.model)
     bound_tokens = max(table) // 2
     bound = table_attention_bound_ms(table, bench.overhead_time(1) * 1e3, parts_of.shape.num_layers, bound_tokens)
     return {"rows": rows, "table_bound_tokens": bound_tokens, "table_bound_ms_per_layer": bound}
@@ -384,10 +391,11 @@ def _percent(error: float | None) -> str:
 
 
 def format_heavy(result: dict) -> list[str]:
+    transfer = next((r["kv_transfer"] for r in result["heavy_decode"] if r["kv_transfer"]), "?")
     lines = [
         "Heavy batches, LLaMA-7B decode step (serving engine) = weights + KV + CPU, ms; weights checked "
-        f"against Vidur's A40 token operators × 696/600 (±{100 * HEAVY_TOLERANCE:.0f}%); KV beside the A40's "
-        "FlashAttention decode × 696/600 (another kernel: model ÷ it, not graded); * = past the A10's KV capacity; "
+        f"against Vidur's A40 token operators × {transfer} (±{100 * HEAVY_TOLERANCE:.0f}%); KV beside the A40's "
+        f"FlashAttention decode × {transfer} (another kernel: model ÷ it, not graded); * = past the A10's KV capacity; "
         "the serving engine adds its detokenizer's time per output token held, which these rows leave out",
         f"{'batch':>5} {'context':>7} {'step':>7} {'weights':>8} {'KV':>7} {'CPU':>6}  {'weights measured':>16}  "
         f"{'KV (A40 FA)':>15}",
@@ -415,8 +423,9 @@ def format_heavy(result: dict) -> list[str]:
         )
     attention = result["prefill_attention"]
     lines.append("")
+    flops = next((r["transfer"] for r in attention["rows"]), "?")
     lines.append(
-        "Prefill attention, LLaMA-7B, one layer: model beside Vidur's A40 (FlashAttention) × 149.7/125 "
+        f"Prefill attention, LLaMA-7B, one layer: model beside Vidur's A40 (FlashAttention) × {flops} "
         "(context, not graded: the A10 table decides)"
     )
     for r in attention["rows"]:
