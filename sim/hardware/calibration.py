@@ -342,6 +342,37 @@ HEAVY_CONTEXTS = (256, 1024, 2048)
 HEAVY_PREFILL_TOKENS = (128, 256, 512, 1024, 2048, 4096, 8192)
 HEAVY_TOLERANCE = 0.10  # a checked heavy-batch row's bound, after its stated transfer
 
+# vLLM's own comparison of decode kernels (vllm#3010, Feb 2024, A800-SXM4-80GB, multi-head
+# attention): FlashAttention's paged decode "outperforms vllm's paged attention kernels for
+# 10+%". The transfer that would make Vidur's A40 FlashAttention rows a measurement of the
+# artifact's PagedAttention V1; the Figure 4 counterfactual below tests it.
+PAGED_OVER_FLASH_DECODE = 1.1
+
+
+def interpolated_in_batch(rows: dict[int, float], batch: int) -> float:
+    """A measured quantity at ``batch`` requests, linear between the measured batch sizes
+    around it (decode attention grows linearly with the sequences it reads)."""
+    below = max(b for b in rows if b <= batch)
+    above = min(b for b in rows if b >= batch)
+    if below == above:
+        return rows[below]
+    return rows[below] + (rows[above] - rows[below]) * (batch - below) / (above - below)
+
+
+def figure_4_with_kv(one_ms: float, heaviest_ms: float, modelled_kv: tuple[float, float],
+                     kv: tuple[float, float]) -> float:
+    """Figure 4's heaviest/one-request ratio with the modelled KV stream of each step
+    (one request, heaviest) replaced by ``kv``: everything else in the steps kept."""
+    return (heaviest_ms - modelled_kv[1] + kv[1]) / (one_ms - modelled_kv[0] + kv[0])
+
+
+def kernel_ratio_for_ratio(one_ms: float, heaviest_ms: float, modelled_kv: tuple[float, float],
+                           flash_kv: tuple[float, float], target: float) -> float:
+    """The factor k on the FlashAttention KV times at which ``figure_4_with_kv`` equals
+    ``target``: what Figure 4, measured with the artifact's kernel, says that kernel costs."""
+    rest_one, rest_heavy = one_ms - modelled_kv[0], heaviest_ms - modelled_kv[1]
+    return (target * rest_one - rest_heavy) / (flash_kv[1] - target * flash_kv[0])
+
 
 @dataclass(frozen=True)
 class DecodeAttentionMeasurement:
@@ -390,6 +421,12 @@ class PrefillAttentionMeasurement:
 
 def load_prefill_attention_measurements() -> list[PrefillAttentionMeasurement]:
     return _records(PrefillAttentionMeasurement, PREFILL_ATTENTION_CSV)
+
+
+def causal_attention_flops(tokens: int, heads: int, head_dim: int) -> float:
+    """FLOPs of one layer's causal attention over a fresh prompt: QK^T and PV, 2 FLOPs per
+    multiply-add each, over the n(n+1)/2 query-key pairs a causal mask keeps."""
+    return 4.0 * heads * head_dim * tokens * (tokens + 1) / 2
 
 
 def table_attention_bound_ms(prefill_ms: dict[int, float], cpu_ms: float, layers: int, tokens: int) -> float:
