@@ -53,7 +53,7 @@ from sim.hardware.calibration import (
     ratio_within_bound,
     table_attention_bound_ms,
 )
-from sim.hardware.catalog import LAYOUTS, find_layout
+from sim.hardware.catalog import DEFAULT_DEVICE, LAYOUTS, find_layout
 
 PLOT_CONTEXTS = (256, 1024, 4096)  # tokens per request in the batch-size panel
 PLOT_BATCH_SIZES = range(1, 257)
@@ -65,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--plot", type=Path, metavar="FILE", help="write predicted vs measured and light-batch decode (PNG)"
     )
     parser.add_argument("--max-batched-tokens", type=int, default=12800, help="activation reserve")
+    parser.add_argument(
+        "--device",
+        default=DEFAULT_DEVICE,
+        help=f"another GPU of the catalog: its published measurements instead of the A10 table (default {DEFAULT_DEVICE})",
+    )
 
 
 def _ms(model: ReplicaModel):
@@ -118,7 +123,7 @@ def calibration(max_batched_tokens: int = 12800) -> dict:
     return {
         "rows": rows,
         "capacity": capacity,
-        "measured_capacity": compare_capacity({layout.model: layout for layout in LAYOUTS}),
+        "measured_capacity": compare_capacity({m.model: m.layout for m in models.values()}),
         "light_decode": light_decode,
         "references": light_decode_references(models["llama-7b"]),
         "linear_layers": linear_layer_rows(),
@@ -163,7 +168,7 @@ def linear_layer_rows() -> list[dict]:
     from sim.hardware.perf_model import Constants
 
     constants = Constants(**json.loads(FIT_JSON.read_text())["constants"])
-    layouts = {layout.model: LayoutModel.of(layout) for layout in LAYOUTS}
+    layouts = {layout.model: LayoutModel.of(layout) for layout in LAYOUTS if layout.device == DEFAULT_DEVICE}
     errors = linear_layer_errors(layouts, constants)
     rows = []
     for m, error in zip(load_linear_layer_measurements(), errors):
@@ -678,6 +683,8 @@ def _plot_tokens(ax, model: ReplicaModel, decode: dict, table: list[dict]) -> No
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.device != DEFAULT_DEVICE:
+        return run_device(args)
     result = calibration(args.max_batched_tokens)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -686,3 +693,19 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         plot(result, args.plot)
     return 0 if passes(result) else 1
+
+
+def run_device(args: argparse.Namespace) -> int:
+    """``--device``: that GPU's validation rows (``device_validation``); exit 1 unless each
+    check is within its bound."""
+    from sim.hardware import device_validation
+    from sim.hardware.catalog import UnknownHardwareError
+
+    if args.plot:
+        raise SystemExit("llumsim calibrate: --plot draws the A10 table; it has no --device form")
+    try:
+        result = device_validation.validation(args.device)
+    except UnknownHardwareError as error:
+        raise SystemExit(f"llumsim calibrate: {error}") from None
+    print(json.dumps(result, indent=2) if args.json else device_validation.format_validation(result))
+    return 0 if device_validation.passes(result) else 1

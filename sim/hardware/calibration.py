@@ -36,6 +36,7 @@ from vidur.config import CacheConfig
 from sim.hardware import overheads
 from sim.hardware.catalog import (
     DECODE_ATTENTION_CSV,
+    DEVICE_REFERENCES_CSV,
     KV_CAPACITY_CSV,
     LIGHT_DECODE_CSV,
     LINEAR_LAYERS_CSV,
@@ -435,3 +436,49 @@ def table_attention_bound_ms(prefill_ms: dict[int, float], cpu_ms: float, layers
     attention quadratic and the engine's CPU work ``cpu_ms`` fixed:
     T(2n) − c = 2 (T(n) − c − A) + 4 A, so A = (T(2n) − 2 T(n) + c) / 2 over all layers."""
     return (prefill_ms[2 * tokens] - 2 * prefill_ms[tokens] + cpu_ms) / 2 / layers
+
+
+# -- other GPUs: published measurements of LLaMA-7B-shaped serving on the device itself --------
+
+DEVICE_REFERENCE_TOLERANCE = 0.15  # |model / measured - 1| of a device's check rows (issue #33)
+
+
+@dataclass(frozen=True)
+class DeviceReference:
+    """A published generation latency of a LLaMA-7B-shaped model on one of the catalog's GPUs.
+
+    ``scope`` says what it covers: ``generation_gpu_with_sampler`` — a batch of ``batch``
+    prompts of ``prompt_tokens`` tokens generating ``output_tokens`` each (one prefill, then
+    ``output_tokens - 1`` decode steps), on an engine without vLLM's host work per step
+    (TensorRT-LLM): compared with the model's GPU time plus its sampler phase (LM head,
+    sampling), the engine's other CPU phases being vLLM's own."""
+
+    role: str  # "check" (within DEVICE_REFERENCE_TOLERANCE, or calibrate fails) or "context"
+    engine: str
+    device: str  # the catalog's device string
+    gpu: str
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    scope: str
+    measured_ms: float
+    source: str
+
+
+def load_device_references() -> list[DeviceReference]:
+    return _records(DeviceReference, DEVICE_REFERENCES_CSV)
+
+
+def generation_gpu_with_sampler_ms(
+    reference: DeviceReference,
+    batch_time: Callable[..., float],
+    overhead_s: Callable[[int], float],
+    sampler_s: Callable[[int], float],
+) -> float:
+    """The model's figure for a ``generation_gpu_with_sampler`` reference, ms: every
+    iteration's time less the engine's CPU work (``overhead_s``), plus its sampler phase."""
+    batch, prompt = reference.batch, reference.prompt_tokens
+    prefill = batch_time(tuple((prompt, prompt) for _ in range(batch)), 0, 0)
+    steps = [batch_time((), batch, batch * (prompt + k)) for k in range(1, reference.output_tokens)]
+    per_iteration_extra = sampler_s(batch) - overhead_s(batch)
+    return (prefill + sum(steps) + (1 + len(steps)) * per_iteration_extra) * 1e3

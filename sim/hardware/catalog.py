@@ -22,6 +22,7 @@ MEASUREMENTS_CSV = DATA_DIR / "a10_measurements.csv"
 KV_CAPACITY_CSV = DATA_DIR / "a10_kv_capacity.csv"
 LINEAR_LAYERS_CSV = DATA_DIR / "ga102_linear_layers.csv"
 LIGHT_DECODE_CSV = DATA_DIR / "light_decode_references.csv"
+DEVICE_REFERENCES_CSV = DATA_DIR / "device_references.csv"
 DECODE_ATTENTION_CSV = DATA_DIR / "ga102_decode_attention.csv"
 PREFILL_ATTENTION_CSV = DATA_DIR / "ga102_prefill_attention.csv"
 FIT_JSON = PROFILES_DIR / "a10_fit.json"
@@ -94,6 +95,7 @@ class Layout:
 LAYOUTS = (
     Layout("llama-7b", "huggyllama/llama-7b", "a10", "a10_pcie_1", 1),
     Layout("llama-30b", "huggyllama/llama-30b", "a10", "a10_pcie_4", 4),
+    Layout("llama-7b", "huggyllama/llama-7b", "a100_80gb", "a100_80gb_1", 1),
 )
 DEFAULT_DEVICE = "a10"  # what load_replica_model uses when no device is named
 

@@ -143,6 +143,16 @@ def reference_rows(reference: str) -> dict[int, tuple[float, ...]]:
         }
 
 
+def phase_line(reference: str, phase: str) -> tuple[float, float]:
+    """The line through one phase's per-batch times of a reference, ms: (per iteration, per
+    request). The sampler phase (``sampler_e2e_ms``: the LM head, softmax and sampling) is
+    the part of the engine's work an engine without vLLM's host overheads still does."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}; phases: {', '.join(PHASES)}")
+    index = PHASES.index(phase)
+    return _line({batch: phases[index] for batch, phases in reference_rows(reference).items()})
+
+
 @dataclass(frozen=True)
 class EngineOverheads:
     """The line through one reference's per-batch totals, in ms."""

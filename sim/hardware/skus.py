@@ -28,6 +28,9 @@ from vidur.types import BaseIntEnum
 # Where a device's profiles come from (``DeviceData.profiles``):
 PERF_MODEL = "perf-model"  # written by ``build_profiles`` from the GA102 performance model
 VIDUR_MEASURED = "vidur"  # Vidur's own measured profiles, copied under data/profiles as data
+# Vidur's measured token operators (mlp.csv) with attention from the performance model, both
+# written by ``operator_profiles`` (Vidur's attention profiles are FlashAttention's)
+VIDUR_OPERATORS = "vidur-operators"
 
 
 @dataclass(frozen=True)
@@ -113,11 +116,13 @@ def node_data(config: BaseNodeSKUConfig) -> NodeData:
 
 class LlumsimDeviceSKUType(BaseIntEnum):
     A10 = 101
+    A100_80GB = 102
 
 
 class LlumsimNodeSKUType(BaseIntEnum):
     A10_PCIE_1 = 111
     A10_PCIE_4 = 114
+    A100_80GB_1 = 121
 
 
 @dataclass
@@ -184,6 +189,58 @@ class A10Pcie4NodeSKUConfig(BaseNodeSKUConfig, NodeData):
     @staticmethod
     def get_type() -> LlumsimNodeSKUType:
         return LlumsimNodeSKUType.A10_PCIE_4
+
+
+# The A100 entries take Vidur's measured token operators of LLaMA-2-7B on that GPU
+# (``operator_profiles``) and its CPU phases on an A100 host; their KV transfer between
+# instances is the artifact's migration as fitted on the A10s (no migration measurement on
+# these GPUs exists): what the artifact's software path achieves, not what NVLink could.
+A100_CPU_OVERHEADS = "cpu_overheads_vidur_a100_llama2_7b_tp1.csv"
+# The totals CUDA reports (cudaDeviceProp.totalGlobalMem, what torch's total_memory reads), as
+# deviceQuery prints them: A100-SXM4-80GB 85,100,068,864 B (driver 12.5, github.com/thamada/
+# nvidia-smi nvsim/A100SXMx4_deviceQuery.py).
+VISIBLE_A100_80GB = 85_100_068_864
+# Lambda's On-Demand Cloud per GPU-hour, the 8-GPU SXM machines a fleet is built from
+# ("8x NVIDIA A100 SXM 80 GB" $2.79),
+# https://lambda.ai/instances as read on 2026-09-20, second hand like the A10's: the
+# transcription in github.com/api-evangelist/lambda-labs plans/lambda-labs-plans-pricing.yml
+# (commit 1929382e7f9b4777d980aec12b6fc9e04e6718cb).
+PRICE_A100_80GB = 2.79
+
+
+@dataclass
+class A100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
+    """NVIDIA A100 80GB SXM4 (GA100): 312 TFLOP/s FP16 tensor dense, 80 GB HBM2e at
+    2,039 GB/s (NVIDIA A100 datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/
+    Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf), 108 SMs (the
+    NVIDIA Ampere architecture whitepaper)."""
+
+    fp16_tflops: int = 312
+    total_memory_gb: int = 80
+    memory_bandwidth_gb_per_s: float = 2039.0
+    num_sms: int = 108
+    visible_memory_bytes: int = VISIBLE_A100_80GB
+    cpu_overheads: str = A100_CPU_OVERHEADS
+    gpu_hour_price: Optional[float] = PRICE_A100_80GB
+    profiles: str = VIDUR_OPERATORS
+    predictor: PredictorSetting = exact_fit("a100-80gb-vidur-operators")
+
+    @staticmethod
+    def get_type() -> LlumsimDeviceSKUType:
+        return LlumsimDeviceSKUType.A100_80GB
+
+
+@dataclass
+class A100_80GB1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
+    """One A100 80GB per instance (LLaMA-7B)."""
+
+    device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.A100_80GB
+    num_devices_per_node: int = 1
+    transfer_fit: str = A10_TRANSFER_FIT
+
+    @staticmethod
+    def get_type() -> LlumsimNodeSKUType:
+        return LlumsimNodeSKUType.A100_80GB_1
 
 
 @dataclass
