@@ -117,12 +117,14 @@ def node_data(config: BaseNodeSKUConfig) -> NodeData:
 class LlumsimDeviceSKUType(BaseIntEnum):
     A10 = 101
     A100_80GB = 102
+    H100_80GB = 103
 
 
 class LlumsimNodeSKUType(BaseIntEnum):
     A10_PCIE_1 = 111
     A10_PCIE_4 = 114
     A100_80GB_1 = 121
+    H100_80GB_1 = 131
 
 
 @dataclass
@@ -191,21 +193,24 @@ class A10Pcie4NodeSKUConfig(BaseNodeSKUConfig, NodeData):
         return LlumsimNodeSKUType.A10_PCIE_4
 
 
-# The A100 entries take Vidur's measured token operators of LLaMA-2-7B on that GPU
+# The A100 and H100 entries take Vidur's measured token operators of LLaMA-2-7B on that GPU
 # (``operator_profiles``) and its CPU phases on an A100 host; their KV transfer between
 # instances is the artifact's migration as fitted on the A10s (no migration measurement on
 # these GPUs exists): what the artifact's software path achieves, not what NVLink could.
 A100_CPU_OVERHEADS = "cpu_overheads_vidur_a100_llama2_7b_tp1.csv"
 # The totals CUDA reports (cudaDeviceProp.totalGlobalMem, what torch's total_memory reads), as
 # deviceQuery prints them: A100-SXM4-80GB 85,100,068,864 B (driver 12.5, github.com/thamada/
-# nvidia-smi nvsim/A100SXMx4_deviceQuery.py).
+# nvidia-smi nvsim/A100SXMx4_deviceQuery.py); H100 80GB HBM3 85,045,477,376 B (driver 12.7,
+# the same repository's nvsim/H100SXMx8_deviceQuery.py @03fbe6e68c0bb4c28b72d5da786a9712a33cf408).
 VISIBLE_A100_80GB = 85_100_068_864
+VISIBLE_H100_80GB = 85_045_477_376
 # Lambda's On-Demand Cloud per GPU-hour, the 8-GPU SXM machines a fleet is built from
-# ("8x NVIDIA A100 SXM 80 GB" $2.79),
+# ("8x NVIDIA A100 SXM 80 GB" $2.79, "8x NVIDIA H100 SXM" $3.99; one H100 alone is $4.29),
 # https://lambda.ai/instances as read on 2026-09-20, second hand like the A10's: the
 # transcription in github.com/api-evangelist/lambda-labs plans/lambda-labs-plans-pricing.yml
 # (commit 1929382e7f9b4777d980aec12b6fc9e04e6718cb).
 PRICE_A100_80GB = 2.79
+PRICE_H100_80GB = 3.99
 
 
 @dataclass
@@ -231,6 +236,29 @@ class A100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
 
 
 @dataclass
+class H100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
+    """NVIDIA H100 80GB SXM5 (GH100): 989 TFLOP/s FP16 tensor dense (the datasheet's 1,979 is
+    with sparsity), 80 GB HBM3 at 3,350 GB/s (NVIDIA H100 Tensor Core GPU datasheet,
+    https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet), 132 SMs
+    (the NVIDIA Hopper architecture whitepaper). Its CPU phases: the A100 host's (Vidur
+    profiled none on an H100 host)."""
+
+    fp16_tflops: int = 989
+    total_memory_gb: int = 80
+    memory_bandwidth_gb_per_s: float = 3350.0
+    num_sms: int = 132
+    visible_memory_bytes: int = VISIBLE_H100_80GB
+    cpu_overheads: str = A100_CPU_OVERHEADS
+    gpu_hour_price: Optional[float] = PRICE_H100_80GB
+    profiles: str = VIDUR_OPERATORS
+    predictor: PredictorSetting = exact_fit("h100-80gb-vidur-operators")
+
+    @staticmethod
+    def get_type() -> LlumsimDeviceSKUType:
+        return LlumsimDeviceSKUType.H100_80GB
+
+
+@dataclass
 class A100_80GB1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
     """One A100 80GB per instance (LLaMA-7B)."""
 
@@ -241,6 +269,19 @@ class A100_80GB1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
     @staticmethod
     def get_type() -> LlumsimNodeSKUType:
         return LlumsimNodeSKUType.A100_80GB_1
+
+
+@dataclass
+class H100_80GB1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
+    """One H100 80GB per instance (LLaMA-7B)."""
+
+    device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.H100_80GB
+    num_devices_per_node: int = 1
+    transfer_fit: str = A10_TRANSFER_FIT
+
+    @staticmethod
+    def get_type() -> LlumsimNodeSKUType:
+        return LlumsimNodeSKUType.H100_80GB_1
 
 
 @dataclass
