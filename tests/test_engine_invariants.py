@@ -1,5 +1,6 @@
-"""Conservation and determinism of whole simulations on random small clusters and workloads:
-INV-1 blocks, INV-3 ends-once, INV-4 idle-view, INV-5 commit-or-abort, INV-6 same-result."""
+"""Conservation and determinism of whole simulations on random small clusters and workloads
+(one pool, or two of different speed and memory: a mixed fleet): INV-1 blocks, INV-3
+ends-once, INV-4 idle-view, INV-5 commit-or-abort, INV-6 same-result."""
 
 from __future__ import annotations
 
@@ -110,21 +111,37 @@ def scenarios(draw):
         "max_stages": draw(st.integers(1, 3)),
         "faults": draw(st.lists(faults(instances), max_size=4)),
         "autoscale": draw(autoscaling()),
+        # a second pool of a faster GPU with more memory (a mixed fleet): its instances, blocks
+        "second_pool": draw(st.one_of(st.none(), st.tuples(st.integers(1, 3), st.integers(6, 400)))),
     }
+
+
+# the second pool's GPU: ~2.5x faster everywhere (an A100 beside an A10, in LinearTimer's terms)
+FAST = {"base": 0.008, "per_prefill_token": 0.00008, "per_decode": 0.00012, "per_kv_token": 4e-7}
 
 
 def build(s) -> Simulation:
     autoscale = dict(s["autoscale"])
+    starting = s["instances"] + (s["second_pool"][0] if s["second_pool"] else 0)
     if autoscale.get("enabled"):  # the ceiling may not be below the start (a ConfigError)
-        autoscale["max_instances"] = max(autoscale["max_instances"], s["instances"])
+        autoscale["max_instances"] = max(autoscale["max_instances"], starting)
+    cluster = {
+        "instances": s["instances"],
+        "kv_capacity_blocks": s["capacity"],
+        "max_batch_size": s["max_batch_size"],
+        "max_batched_tokens": s["max_batched_tokens"],
+        "watermark_fraction": s["watermark"],
+    }
+    timers = {"slow": LinearTimer(capacity_blocks=s["capacity"])}
+    if s["second_pool"] is None:
+        instances = {"cluster": cluster}
+    else:
+        count, blocks = s["second_pool"]
+        fast = {**cluster, "instances": count, "kv_capacity_blocks": blocks}
+        instances = {"pools": [{"name": "slow", **cluster}, {"name": "fast", **fast}]}
+        timers["fast"] = LinearTimer(capacity_blocks=blocks, **FAST)
     config = make_config(
-        cluster={
-            "instances": s["instances"],
-            "kv_capacity_blocks": s["capacity"],
-            "max_batch_size": s["max_batch_size"],
-            "max_batched_tokens": s["max_batched_tokens"],
-            "watermark_fraction": s["watermark"],
-        },
+        **instances,
         workload={"priority": {"tiers": s["tiers"]}},
         scheduler={
             "name": s["scheduler"],
@@ -148,10 +165,11 @@ def build(s) -> Simulation:
     workload = make_workload(s["arrival"], s["prompt"], s["output"], s["tier"])
     return Simulation(
         config,
-        LinearTimer(capacity_blocks=s["capacity"]),
+        timers["slow"],
         workload,
         transfer=make_transfer(),
         check_every_step=True,  # free + allocated == capacity after every iteration
+        load_pool_model=lambda pool, key: timers["fast" if pool.name == "fast" else "slow"],
     )
 
 
@@ -197,6 +215,9 @@ def check_conserved(s) -> None:
         ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
+        ("migration between pools committed", s["second_pool"] is not None and any(
+            m.outcome == "committed" and simulation.pool_of(m.source) != simulation.pool_of(m.destination)
+            for m in result.migrations)),
     ):
         if happened:
             event(what)

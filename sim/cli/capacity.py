@@ -1,7 +1,7 @@
 """Find the highest arrival rate a cluster serves within per-tier latency SLOs (bisection).
 
-Exit status: 0, a capacity inside a bracket; 1, no rate meets the SLOs (the lowest rate
-tried misses them); 4, every rate tried meets them (the capacity is at least the highest
+Exit status: 0, a capacity inside a bracket (with ``--fleet``: a cheapest fleet); 1, no rate
+meets the SLOs (the lowest rate tried misses them; with ``--fleet``: no fleet within the bounds); 4, every rate tried meets them (the capacity is at least the highest
 tried); 2, bad input; 3, a run the watchdog stopped. With ``--grid`` (a search per cell and
 seed, ``sim.sweep.capacity_grid``): 0 once every search has its answer, whatever it is; 1 if
 a run failed (its search says so in searches.csv); 2, bad input.
@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a latency bound, e.g. tier0.prefill_latency.p99<=0.5 or e2e_latency.mean<=20, or "
         "an attainment of the config's slo targets, e.g. tier0.attainment>=0.99 (also "
         "ttft_attainment, tpot_attainment; repeatable; all must hold, on the mean over seeds)",
+    )
+    parser.add_argument(
+        "--fleet",
+        nargs="+",
+        metavar="POOL=N",
+        help="instead of a rate: the cheapest count of each pool's GPU (0..N) meeting the SLOs at the "
+        "config's rate, priced at its SKU's list price (cost.sku_prices); every pool named once",
     )
     parser.add_argument("--seeds", type=int, help="runs per rate (default 1)")
     parser.add_argument("--low", type=float, help="a rate known to meet the SLOs (req/s)")
@@ -77,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         return run_grid(args)
     config = load_config(args.config, args.overrides)
     slos = [parse_slo(text) for text in args.slo]
+    if args.fleet is not None:
+        return run_fleet(args, config, slos)
     out_dir = args.out or Path("results") / "capacity" / config.name
     result = search_capacity(
         config,
@@ -121,6 +130,57 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"wrote capacity.json and runs/ to {out_dir}/")
     return 0 if result.answer == "bracketed" else EXIT_EVERY_RATE_MEETS
+
+
+def fleet_bounds(items: list[str]) -> dict[str, int]:
+    """``--fleet a10s=8 a100s=3`` as {pool: largest count}."""
+    from sim.config import ConfigError
+
+    bounds: dict[str, int] = {}
+    for item in items:
+        name, _, count = item.partition("=")
+        if not name or not count.isdigit():
+            raise ConfigError(f"--fleet {item!r}: write POOL=N, N a whole number (e.g. a10s=8)")
+        if name in bounds:
+            raise ConfigError(f"--fleet: pool {name} is named twice")
+        bounds[name] = int(count)
+    return bounds
+
+
+def run_fleet(args: argparse.Namespace, config, slos) -> int:
+    """``--fleet``: the cheapest fleet, every fleet evaluated and the cost/latency frontier.
+    Exit 0 with an answer, 1 when no fleet within the bounds meets the contract."""
+    from sim.config import ConfigError
+    from sim.sweep.fleet import frontier, search_fleet
+
+    for flag, value in (("--low", args.low), ("--high", args.high), ("--tolerance", args.tolerance)):
+        if value is not None:
+            raise ConfigError(f"{flag}: a fleet search holds the rate at the config's; leave it out")
+    out_dir = args.out or Path("results") / "fleet" / config.name
+    result = search_fleet(
+        config, slos, fleet_bounds(args.fleet), out_dir, args.seeds if args.seeds is not None else 1,
+        args.jobs, args.backend, args.address, not args.quiet,
+    )
+    names = [pool.name for pool in result.pools]
+    first = result.slos[0]
+    print(f"{' '.join(f'{n:>6}' for n in names)} {'$/hour':>8} {'meets':>6}" + "".join(f" {slo.text:>32}" for slo in result.slos))
+    for counts, point in sorted(result.evaluated.items(), key=lambda item: result.cost(item[0])):
+        print(
+            f"{' '.join(f'{n:>6}' for n in counts)} {result.cost(counts):>8.2f} {'yes' if point.meets else 'no':>6}"
+            + "".join(f" {point.values[slo.name]:>32.3f}" for slo in result.slos)
+        )
+    pairs = [(result.cost(c), p.values[first.name]) for c, p in result.evaluated.items() if p.values[first.name] == p.values[first.name]]
+    print(f"\ncost/latency frontier of the fleets evaluated ({first.name}):")
+    for cost, value in frontier(pairs):
+        print(f"  ${cost:.2f}/hour: {value:.3f}")
+    print(f"wrote fleet.json and runs/ to {out_dir}/")
+    if result.best is None:
+        print(f"\nno fleet within {', '.join(f'{p.name}<={p.most}' for p in result.pools)} meets the SLOs "
+              f"at {result.rate:g} req/s")
+        return EXIT_NO_RATE_MEETS
+    described = ", ".join(f"{n} × {name}" for name, n in zip(names, result.best))
+    print(f"\ncheapest fleet at {result.rate:g} req/s: {described}, ${result.cost(result.best):.2f} per hour")
+    return 0
 
 
 def run_grid(args: argparse.Namespace) -> int:

@@ -1,0 +1,217 @@
+"""The cheapest fleet: how many instances of each pool's GPU meet a contract at one arrival rate.
+
+A capacity search (``sim.sweep.capacity``) asks how much load a fixed cluster carries; a
+planner buying GPUs asks the other way round: at this load, under this contract, which mix of
+A10s, A100s and H100s costs least per hour? Each pool of the config is one SKU; its count
+runs from 0 to a bound, and a fleet's bill is Σ count × GPUs per instance × the SKU's list
+price (``cost.sku_prices``).
+
+The search (``cheapest_fleet``): for every count of the pools but the last, the fewest of the
+last that meets the contract, by bisection — it assumes that adding an instance never makes a
+contract harder to meet, which a test checks against brute force on a case with a known
+answer — and the cheapest of those. Prefixes that already cost more than the best fleet
+found are skipped. Every fleet evaluated is a set of runs in a results store (one per seed),
+so a repeated search, or one under a looser contract, reuses them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
+from sim.metrics.cost import gpu_hour_prices, gpus_per_instance
+from sim.progress import Progress
+from sim.sweep.backends import RunError, Task, execute
+from sim.sweep.capacity import Point, Slo, expand_scopes, judge
+from sim.sweep.cell import check_cell
+from sim.sweep.folder import prepare_results_folder
+from sim.sweep.grid import normalize, run_key
+from sim.sweep.store import RunStore
+from sim.engine.watchdog import SimulationStalled
+from sim.files import atomic_write, strict_json
+
+Counts = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FleetPool:
+    """One pool of the fleet: its name, what one of its instances costs per hour, and the
+    largest count the search tries."""
+
+    name: str
+    hourly_price: float
+    most: int
+
+
+def hourly_cost(pools: Sequence[FleetPool], counts: Counts) -> float:
+    return sum(pool.hourly_price * n for pool, n in zip(pools, counts))
+
+
+def fewest_last(prefix: Counts, most: int, meets: Callable[[Counts], bool]) -> Optional[int]:
+    """The fewest instances of the last pool that, after ``prefix``, meet the contract (None:
+    not even ``most``); a fleet of no instance never meets."""
+    low = 1 if not any(prefix) else 0
+    if low > most or not meets(prefix + (most,)):
+        return None
+    high = most  # meets
+    while low < high:
+        middle = (low + high) // 2
+        if meets(prefix + (middle,)):
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
+def cheapest_fleet(pools: Sequence[FleetPool], meets: Callable[[Counts], bool]) -> Optional[Counts]:
+    """The cheapest counts (ties: fewer instances, then the first found) that meet the
+    contract, or None where no fleet within the bounds does."""
+    if not pools:
+        raise ValueError("a fleet needs at least one pool")
+    *head, last = pools
+    prefixes = sorted(product(*(range(pool.most + 1) for pool in head)), key=lambda p: hourly_cost(head, p))
+    best: Optional[Counts] = None
+    for prefix in prefixes:
+        if best is not None and hourly_cost(head, prefix) > hourly_cost(pools, best):
+            break  # sorted by cost: every later prefix costs more than the best fleet already
+        n = fewest_last(prefix, last.most, meets)
+        if n is None:
+            continue
+        counts = prefix + (n,)
+        if best is None or (hourly_cost(pools, counts), sum(counts)) < (hourly_cost(pools, best), sum(best)):
+            best = counts
+    return best
+
+
+def frontier(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (cost, latency) pairs no other pair beats on both: cheaper and no slower, or
+    faster and no dearer; sorted by cost."""
+    kept: list[tuple[float, float]] = []
+    for cost, latency in sorted(points):
+        if not kept or latency < kept[-1][1]:
+            kept.append((cost, latency))
+    return kept
+
+
+@dataclass
+class FleetResult:
+    pools: list[FleetPool]
+    rate: float
+    slos: list[Slo]
+    best: Optional[Counts]
+    evaluated: dict[Counts, Point] = field(default_factory=dict)
+
+    def cost(self, counts: Counts) -> float:
+        return hourly_cost(self.pools, counts)
+
+
+def fleet_pools(config: SimulationConfig, most: dict[str, int]) -> list[FleetPool]:
+    """The config's pools as a fleet, each bounded by ``most`` (every pool must be named)."""
+    pools = config.instance_pools()
+    names = [pool.name for pool in pools]
+    unknown = sorted(set(most) - set(names))
+    if unknown:
+        raise ConfigError(f"--fleet: no pool named {', '.join(unknown)}; the config's pools: {', '.join(names)}")
+    missing = [name for name in names if name not in most]
+    if missing:
+        raise ConfigError(f"--fleet: give the largest count of every pool ({', '.join(missing)}: POOL=N)")
+    if config.autoscale.enabled:
+        raise ConfigError("--fleet: autoscale.enabled: a fleet's counts are fixed; turn auto-scaling off")
+    for name, n in most.items():
+        if not 1 <= n <= 64:
+            raise ConfigError(f"--fleet {name}={n}: the largest count must be in 1..64")
+    prices = gpu_hour_prices(config)
+    return [FleetPool(p.name, prices[p.name] * gpus_per_instance(p), most[p.name]) for p in pools]
+
+
+def with_counts(config: SimulationConfig, counts: Counts, seed: int) -> SimulationConfig:
+    """``config`` with each pool at its count (a pool at 0 left out) and ``seed``."""
+    data = to_dict(config)
+    pools = data.get("pools") or [{"name": "cluster", **data.pop("cluster")}]
+    data["pools"] = [{**pool, "instances": n} for pool, n in zip(pools, counts) if n > 0]
+    data.pop("cluster", None)
+    data["seed"] = seed
+    return normalize(from_dict(SimulationConfig, data))
+
+
+class _FleetEvaluator:
+    """Runs a fleet's seeds (from the store where done) and judges them; remembers every fleet."""
+
+    def __init__(self, config, slos, seeds, store, jobs, backend, address, shown) -> None:
+        self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
+        self.jobs, self.backend, self.address, self.shown = jobs, backend, address, shown
+        self.points: dict[Counts, Point] = {}
+
+    def __call__(self, counts: Counts) -> bool:
+        if counts not in self.points:
+            configs = [with_counts(self.config, counts, seed) for seed in self.seeds]
+            keys = [run_key(c) for c in configs]
+            tasks = [Task(k, c, ()) for k, c in zip(keys, configs) if not self.store.is_done(k)]
+            self.shown.plan(len(configs), len(configs) - len(tasks), 0)
+            for key, result in execute(tasks, self.backend, self.jobs, self.address):
+                self.shown.update(isinstance(result, RunError))
+                if isinstance(result, RunError):
+                    where = f"fleet {counts}: {result.reason}"
+                    raise SimulationStalled(where) if result.kind == "stalled" else ConfigError(where)
+                self.store.write(key, configs[keys.index(key)], result)
+            self.points[counts] = judge(self.config.workload.arrival.rate, self.slos, [self.store.summary(k) for k in keys])
+        return self.points[counts].meets
+
+
+def search_fleet(
+    config: SimulationConfig,
+    slos: Sequence[Slo],
+    most: dict[str, int],
+    out_dir: Path,
+    seeds: int = 1,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    progress: bool = False,
+) -> FleetResult:
+    """The cheapest fleet of the config's pools meeting ``slos`` at the config's rate; every
+    fleet evaluated is written to ``fleet.json`` beside the runs."""
+    if not slos:
+        raise ConfigError("--fleet: give the contract as one or more --slo")
+    pools = fleet_pools(config, most)
+    slos = expand_scopes(slos, config)
+    check_cell(config)
+    out_dir = prepare_results_folder(out_dir)
+    store = RunStore(out_dir / "runs")
+    store.clean()
+    shown = Progress(f"fleet {config.name}", 0, show=progress)
+    evaluate = _FleetEvaluator(
+        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, shown
+    )
+    try:
+        best = cheapest_fleet(pools, evaluate)
+    finally:
+        shown.close()
+    result = FleetResult(pools, config.workload.arrival.rate, list(slos), best, evaluate.points)
+    _write(result, out_dir)
+    return result
+
+
+def _write(result: FleetResult, out_dir: Path) -> None:
+    data = {
+        "rate": result.rate,
+        "slos": {slo.name: slo.limit for slo in result.slos},
+        "pools": [pool.__dict__ for pool in result.pools],
+        "best": None if result.best is None else dict(zip((p.name for p in result.pools), result.best)),
+        "best_hourly_cost": None if result.best is None else result.cost(result.best),
+        "fleets": [
+            {
+                "counts": dict(zip((p.name for p in result.pools), counts)),
+                "hourly_cost": result.cost(counts),
+                "meets": point.meets,
+                "values": {k: (v if math.isfinite(v) else None) for k, v in point.values.items()},
+            }
+            for counts, point in sorted(result.evaluated.items())
+        ],
+    }
+    text = strict_json(data)
+    atomic_write(out_dir / "fleet.json", lambda tmp: tmp.write_text(text))
