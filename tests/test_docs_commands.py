@@ -75,16 +75,20 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
         Elsewhere("tests/test_k_map.py::test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_the_readmes"),
     "llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 3":
         Runs("llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 1 --set workload.num_requests=300 --out {tmp}"),
+    "llumsim calibrate --device a100_80gb": Runs("llumsim calibrate --device a100_80gb"),
+    "llumsim run experiments/configs/mixed_a10_a100.yaml": Runs(f"llumsim run experiments/configs/mixed_a10_a100.yaml {SMOKE_RUN}"),
+    "python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet --jobs 2 --readme README.md":
+        Elsewhere("tests/test_fleet.py::test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_table"),
     "llumsim paper --smoke": Runs(PAPER),
     "llumsim paper --jobs 2": Runs(PAPER),
     # docs/running.md
     "llumsim run CONFIG.yaml [--set key=value ...] [--out DIR] [--no-plots] [--quiet]": Help("llumsim run --help"),
-    "llumsim calibrate [--json] [--plot FILE]": Help("llumsim calibrate --help"),
+    "llumsim calibrate [--json] [--plot FILE] [--device DEVICE]": Help("llumsim calibrate --help"),
     "llumsim bench migration [--json] [--plot FILE] [--held-out]": Help("llumsim bench migration --help"),
     "llumsim paper [--smoke] [--only PART] [--readme docs/paper.md] [--retry-failed] [--quiet]": Help("llumsim paper --help"),
     "llumsim sweep GRID.yaml [--jobs N] [--backend local|ray] [--address ADDR] [--out DIR] [--set key=value ...] [--recompute-stale] [--retry-failed] [--dry-run] [--quiet]":
         Help("llumsim sweep --help"),
-    "llumsim capacity CONFIG.yaml --slo '[tierN.]METRIC.STAT<=SECONDS' | '[tierN.]attainment>=SHARE' ... [--seeds N] [--low R] [--high R] [--quiet]":
+    "llumsim capacity CONFIG.yaml --slo '[tierN.]METRIC.STAT<=SECONDS' | '[tierN.]attainment>=SHARE' ... [--seeds N] [--low R] [--high R] [--fleet POOL=N ...] [--monotone] [--quiet]":
         Help("llumsim capacity --help"),
     "llumsim native build|clean|status": Help("llumsim native --help"),
     "python -m sim ...": Help("llumsim --help"),

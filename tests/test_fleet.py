@@ -11,6 +11,7 @@ from __future__ import annotations
 from itertools import product
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,7 @@ from sim.sweep.fleet import (
 from sim.progress import Progress
 from sim.sweep.store import RunStore
 from tests.hardware_support import fitted_cache
+from tests.sweep_support import REPO
 
 pytestmark = pytest.mark.usefixtures("fitted_llumsim_cache")
 
@@ -41,8 +43,14 @@ def fitted_llumsim_cache(monkeypatch):
 
 
 def brute_force(pools, meets):
-    """Every fleet within the bounds; the cheapest that meets (ties: fewer instances)."""
-    fleets = [c for c in product(*(range(p.most + 1) for p in pools)) if any(c) and meets(c)]
+    """Every fleet within the bounds; the cheapest (ties: fewer instances) that meets the
+    contract and whose every one-instance-larger neighbour within the bounds meets it too."""
+
+    def stable(c):
+        bigger = [c[:i] + (n + 1,) + c[i + 1:] for i, (p, n) in enumerate(zip(pools, c)) if n < p.most]
+        return meets(c) and all(meets(b) for b in bigger)
+
+    fleets = [c for c in product(*(range(p.most + 1) for p in pools)) if any(c) and stable(c)]
     return min(fleets, key=lambda c: (hourly_cost(pools, c), sum(c)), default=None)
 
 
@@ -51,21 +59,55 @@ def brute_force(pools, meets):
     throughputs=st.lists(st.integers(1, 6), min_size=3, max_size=3),
     most=st.lists(st.integers(1, 6), min_size=3, max_size=3),
     demand=st.integers(1, 40),
+    monotone=st.booleans(),
 )
 @settings(max_examples=300, deadline=None)
-def test_the_search_finds_what_brute_force_finds_on_monotone_contracts(prices, throughputs, most, demand):
+def test_both_searches_find_what_brute_force_finds_on_monotone_contracts(prices, throughputs, most, demand, monotone):
     """A contract met once the fleet's summed throughput reaches the demand (adding an
-    instance never hurts): the search's cheapest fleet costs what brute force's does."""
+    instance never hurts): either search's cheapest fleet costs what brute force's does."""
     pools = [FleetPool(f"p{i}", price, most[i]) for i, price in enumerate(prices)]
 
     def meets(counts):
         return sum(n * t for n, t in zip(counts, throughputs)) >= demand
 
-    found, expected = cheapest_fleet(pools, meets), brute_force(pools, meets)
+    found, expected = cheapest_fleet(pools, meets, monotone), brute_force(pools, meets)
     assert (found is None) == (expected is None)
     if expected is not None:
         assert meets(found)
         assert hourly_cost(pools, found) == pytest.approx(hourly_cost(pools, expected))
+
+
+@given(
+    prices=st.lists(st.floats(0.5, 8.0), min_size=2, max_size=2),
+    most=st.lists(st.integers(1, 5), min_size=2, max_size=2),
+    met=st.sets(st.tuples(st.integers(0, 5), st.integers(0, 5))),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_default_search_is_exact_on_any_contract(prices, most, met):
+    """Any set of fleets may meet the contract (a slow GPU added can break it): the default
+    search returns brute force's answer exactly."""
+    pools = [FleetPool(f"p{i}", price, most[i]) for i, price in enumerate(prices)]
+    assert cheapest_fleet(pools, met.__contains__) == brute_force(pools, met.__contains__)
+
+
+def test_bisection_misses_a_mixed_fleet_where_slow_instances_break_the_contract():
+    """Five fast instances meet it; adding a slow one breaks it (its tail): the monotone
+    search gives up on that count of fast ones; the default finds the cheapest stable fleet."""
+    pools = [FleetPool("fast", 2.79, 6), FleetPool("slow", 1.29, 8)]
+
+    def meets(counts):
+        fast, slow = counts
+        return fast >= 5 and slow <= 1  # a second slow instance breaks the tail
+
+    assert cheapest_fleet(pools, meets, monotone=True) is None  # (5, 8) fails: no bisection
+    assert cheapest_fleet(pools, meets) == (5, 0)  # it, (6, 0) and (5, 1) all meet
+
+
+def test_a_lucky_count_is_not_the_answer():
+    """A noisy tail: 16 slips under the bound, 17 does not, 20 and up do."""
+    pools = [FleetPool("a10s", 1.29, 40)]
+    met = {(16,)} | {(n,) for n in range(20, 41)}
+    assert cheapest_fleet(pools, met.__contains__) == (20,)
 
 
 def test_fewest_last_bisects_and_an_empty_fleet_never_meets():
@@ -116,7 +158,7 @@ def test_fleet_search_on_the_simulator_gives_the_brute_force_answer(tmp_path):
     config = load_config(two_sku_config(tmp_path))
     slos = [parse_slo(text) for text in CONTRACT]
     most = {"a10s": 4, "a100s": 2}
-    result = search_fleet(config, slos, most, tmp_path / "search")
+    result = search_fleet(config, slos, most, tmp_path / "search", monotone=True)
     # brute force: every fleet within the bounds, each simulated (the same runs, its own store)
     pools = fleet_pools(config, most)
     evaluate = _FleetEvaluator(config, slos, [0], RunStore(tmp_path / "brute"), None, "local", None,
@@ -126,6 +168,8 @@ def test_fleet_search_on_the_simulator_gives_the_brute_force_answer(tmp_path):
     # the answer is a real trade-off: neither GPU alone is the cheapest
     assert all(expected) and len(evaluate.points) == 14
     assert len(result.evaluated) < len(evaluate.points)  # the search skipped fleets
+    exact = search_fleet(config, slos, most, tmp_path / "search")  # the same runs, in cost order
+    assert exact.best == expected
     assert (tmp_path / "search" / "fleet.json").is_file()
 
 
@@ -168,3 +212,82 @@ def test_bad_fleet_bounds_are_refused_naming_what_to_write(tmp_path, fleet, mess
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         search_fleet(config, [parse_slo(CONTRACT[0])], fleet_bounds(fleet), tmp_path / "x")
+
+
+# -- the fleet study (sim.studies.fleet) ------------------------------------------------------
+
+def fleet_grid(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "fleet_grid.yaml"
+    path.write_text(
+        f"""
+name: tiny
+base: {REPO / "experiments" / "configs" / "mixed_a10_a100.yaml"}
+set: {{workload.num_requests: 600, workload.arrival.rate: 1.0}}
+seeds: 1
+pools:
+  a10s: {{model: llama-7b, device: a10}}
+  a100s: {{model: llama-7b, device: a100_80gb}}
+fleets:
+  A10: {{a10s: 3}}
+  A10+A100: {{a100s: 1, a10s: 2}}
+schedulers:
+  llumnix: {{scheduler.name: llumnix}}
+contracts:
+  loose: [prefill_latency.p99<=20]
+  tight: [prefill_latency.p99<=0.001]
+{extra}"""
+    )
+    return path
+
+
+def test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_table(tmp_path, capsys):
+    from sim.studies import fleet as study
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{study.README_BEGIN}\nold\n{study.README_END}\nafter\n")
+    code = study.main([str(fleet_grid(tmp_path)), "--out", str(tmp_path / "out"), "--readme", str(readme), "--quiet"])
+    assert code == 0
+    table = pd.read_csv(tmp_path / "out" / "fleet.csv", keep_default_na=False)
+    assert list(zip(table["fleet"], table["contract"])) == [("A10", "loose"), ("A10", "tight"),
+                                                             ("A10+A100", "loose"), ("A10+A100", "tight")]
+    tight = table[table["contract"] == "tight"]
+    assert (tight["counts"] == "").all()  # no fleet answers in a millisecond
+    loose = table[table["contract"] == "loose"]
+    assert (loose["counts"] != "").all()  # twenty seconds: some fleet of each kind answers
+    a10 = loose.iloc[0]
+    n = int(a10["counts"].split()[0])
+    assert float(a10["hourly_cost"]) == pytest.approx(1.29 * n)  # the A10's list price per instance
+    text = readme.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
+    assert f"| A10 | llumnix | ${1.29 * n:.2f}/h ({n} a10s) | none within the bounds |" in text
+    assert (tmp_path / "out" / "fleet.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_committed_readme_table_is_the_committed_studys():
+    from sim.studies import fleet as study
+
+    grid = study.load_fleet_grid(REPO / "experiments" / "grids" / "fleet.yaml")
+    table = pd.read_csv(REPO / "results" / "fleet" / "fleet.csv", keep_default_na=False)
+    table["hourly_cost"] = pd.to_numeric(table["hourly_cost"])
+    block = study.markdown(table, grid.contracts)
+    assert f"{study.README_BEGIN}\n{block}\n{study.README_END}" in (REPO / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("colour: blue", "unknown key colour"),
+        ("", None),
+    ],
+)
+def test_a_bad_fleet_grid_names_the_key(tmp_path, extra, message):
+    from sim.studies import fleet as study
+
+    if message is None:
+        path = fleet_grid(tmp_path)
+        path.write_text(path.read_text().replace("A10: {a10s: 3}", "A10: {h100s: 3}"))
+        message = "fleets.A10.h100s: no such pool"
+    else:
+        path = fleet_grid(tmp_path, extra)
+    with pytest.raises(ConfigError, match=message):
+        study.load_fleet_grid(path)

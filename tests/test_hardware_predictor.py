@@ -114,13 +114,23 @@ def test_batch_time_is_memoised_on_the_lookup_key():
         (([], 0, 0), "empty batch"),
         (([(20000, 20000)], 0, 0), "tokens in one iteration"),
         (([(512, 100)], 0, 0), "need 0 < q <= kv"),
-        (([], 300, 300 * 100), "decodes in one iteration"),
+        (([], 20000, 20000 * 100), "tokens in one iteration"),
         (([], 4, 0), "mean decode KV"),
     ],
 )
 def test_out_of_range_batches_are_rejected(args, message):
     with pytest.raises(ValueError, match=message):
         replica("llama-7b").batch_time(*args)
+
+
+def test_decode_attention_past_the_profiled_batch_grows_with_each_sequence():
+    """Requests migrated in past vLLM's max_num_seqs (the artifact's migrate_in checks blocks
+    only): each further sequence adds its KV stream at the profiled batch's bandwidth, so the
+    step keeps growing about linearly instead of failing."""
+    m = replica("llama-7b")
+    steps = [m.decode_time(n, 256) for n in (256, 384, 512)]
+    assert steps[0] < steps[1] < steps[2]
+    assert (steps[2] - steps[1]) == pytest.approx(steps[1] - steps[0], rel=0.05)
 
 
 def test_max_batched_tokens_beyond_the_profiles_is_rejected():

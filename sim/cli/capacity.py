@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of a rate: the cheapest count of each pool's GPU (0..N) meeting the SLOs at the "
         "config's rate, priced at its SKU's list price (cost.sku_prices); every pool named once",
     )
+    parser.add_argument(
+        "--monotone",
+        action="store_true",
+        help="with --fleet: assume adding an instance never breaks the contract and bisect (fewer runs; "
+        "false in mixed fleets, where slower GPUs can break a tail-latency bound the fast ones met)",
+    )
     parser.add_argument("--seeds", type=int, help="runs per rate (default 1)")
     parser.add_argument("--low", type=float, help="a rate known to meet the SLOs (req/s)")
     parser.add_argument("--high", type=float, help="a rate known to miss them (req/s)")
@@ -74,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.config is None) == (args.grid is None):
         raise ConfigError("capacity: give a run config or --grid GRID (one of them)")
+    if args.monotone and args.fleet is None:
+        raise ConfigError("--monotone: only with --fleet")
+    if args.fleet is not None and args.grid is not None:
+        raise ConfigError("--fleet: with a run config, not --grid")
     if args.grid is not None:
         for attribute, flag in GRID_SETS.items():
             if getattr(args, attribute) not in (None, []):
@@ -159,7 +169,7 @@ def run_fleet(args: argparse.Namespace, config, slos) -> int:
     out_dir = args.out or Path("results") / "fleet" / config.name
     result = search_fleet(
         config, slos, fleet_bounds(args.fleet), out_dir, args.seeds if args.seeds is not None else 1,
-        args.jobs, args.backend, args.address, not args.quiet,
+        args.jobs, args.backend, args.address, not args.quiet, monotone=args.monotone,
     )
     names = [pool.name for pool in result.pools]
     first = result.slos[0]

@@ -191,17 +191,17 @@ class ReplicaModel:
         block_ms = self._block_token_ms[num_tokens]
         if decode_batch:
             _check(
-                decode_batch <= settings.MAX_DECODE_BATCH,
-                f"{decode_batch} decodes in one iteration; the profiles cover "
-                f"{settings.MAX_DECODE_BATCH}",
-            )
-            _check(
                 0 < decode_kv <= settings.MAX_TOKENS,
                 f"mean decode KV of {decode_kv} tokens (rounded); must be in 1.."
                 f"{settings.MAX_TOKENS} (decode_kv_tokens counts each request's new token too)",
             )
+            # Past the profiled batch (vLLM admits max_num_seqs by prefill, but the artifact's
+            # migrate_in checks free blocks only, so an instance with a large KV cache can run
+            # more), decode attention streams each further sequence's KV at the bandwidth the
+            # profiled batch reached: linear in sequences.
+            profiled = min(decode_batch, settings.MAX_DECODE_BATCH)
             block_ms += decode_attention_ms(
-                self._attn_decode_ms[decode_batch][decode_kv // KV_GRANULARITY],
+                self._attn_decode_ms[profiled][decode_kv // KV_GRANULARITY] * decode_batch / profiled,
                 decode_batch,
                 self._batching_overhead,
             )

@@ -6,12 +6,19 @@ A10s, A100s and H100s costs least per hour? Each pool of the config is one SKU; 
 runs from 0 to a bound, and a fleet's bill is Σ count × GPUs per instance × the SKU's list
 price (``cost.sku_prices``).
 
-The search (``cheapest_fleet``): for every count of the pools but the last, the fewest of the
-last that meets the contract, by bisection — it assumes that adding an instance never makes a
-contract harder to meet, which a test checks against brute force on a case with a known
-answer — and the cheapest of those. Prefixes that already cost more than the best fleet
-found are skipped. Every fleet evaluated is a set of runs in a results store (one per seed),
-so a repeated search, or one under a looser contract, reuses them.
+The search (``cheapest_fleet``) simulates the fleets in order of their bill, cheapest first,
+and stops at the first that meets the contract *stably*: it meets it, and so does every fleet
+one instance larger (of any pool, within the bounds). Exact, whatever the contract does as the
+fleet grows — and it has to be. A tail percentile over a finite run is noisy: past its knee
+an A10 fleet's P99 time to first token wanders around a floor the longest prompts set, so one
+count can slip under a bound that the counts around it miss; the neighbours keep such a lucky
+draw from being the answer. And in a mixed fleet, adding instances of the slower GPU can
+break a tail-latency contract the fast GPUs met alone (the dispatcher sends them work, and
+their prefills are the slow ones), so "more instances never hurt" is false there. Where it
+does hold (one SKU and a contract well inside its range), ``monotone=True`` bisects the last
+pool's count for each count of the others instead, skipping what costs more than the best
+found. Every fleet evaluated is a set of runs in a results store (one per seed), so a
+repeated search, or one under another contract in the same folder, reuses them.
 """
 
 from __future__ import annotations
@@ -67,11 +74,35 @@ def fewest_last(prefix: Counts, most: int, meets: Callable[[Counts], bool]) -> O
     return high
 
 
-def cheapest_fleet(pools: Sequence[FleetPool], meets: Callable[[Counts], bool]) -> Optional[Counts]:
-    """The cheapest counts (ties: fewer instances, then the first found) that meet the
-    contract, or None where no fleet within the bounds does."""
+def fleets_by_cost(pools: Sequence[FleetPool]) -> list[Counts]:
+    """Every fleet within the bounds (at least one instance), cheapest first; ties: fewer
+    instances, then the counts in order."""
+    fleets = [c for c in product(*(range(pool.most + 1) for pool in pools)) if any(c)]
+    return sorted(fleets, key=lambda c: (hourly_cost(pools, c), sum(c), c))
+
+
+def larger_by_one(pools: Sequence[FleetPool], counts: Counts) -> list[Counts]:
+    """The fleets one instance larger than ``counts``, one per pool not at its bound."""
+    return [
+        counts[:i] + (n + 1,) + counts[i + 1:] for i, (pool, n) in enumerate(zip(pools, counts)) if n < pool.most
+    ]
+
+
+def meets_stably(pools: Sequence[FleetPool], counts: Counts, meets: Callable[[Counts], bool]) -> bool:
+    """``counts`` meets the contract, and so does every fleet one instance larger."""
+    return meets(counts) and all(meets(larger) for larger in larger_by_one(pools, counts))
+
+
+def cheapest_fleet(
+    pools: Sequence[FleetPool], meets: Callable[[Counts], bool], monotone: bool = False
+) -> Optional[Counts]:
+    """The cheapest counts (ties: fewer instances) that meet the contract stably, or None
+    where no fleet within the bounds does. ``monotone``: assume adding an instance never
+    breaks a contract, and bisect (see the module's docstring)."""
     if not pools:
         raise ValueError("a fleet needs at least one pool")
+    if not monotone:
+        return next((counts for counts in fleets_by_cost(pools) if meets_stably(pools, counts, meets)), None)
     *head, last = pools
     prefixes = sorted(product(*(range(pool.most + 1) for pool in head)), key=lambda p: hourly_cost(head, p))
     best: Optional[Counts] = None
@@ -172,9 +203,12 @@ def search_fleet(
     backend: str = "local",
     address: str | None = None,
     progress: bool = False,
+    report: str = "fleet.json",
+    monotone: bool = False,
 ) -> FleetResult:
     """The cheapest fleet of the config's pools meeting ``slos`` at the config's rate; every
-    fleet evaluated is written to ``fleet.json`` beside the runs."""
+    fleet evaluated is written to ``report`` in ``out_dir``, beside the runs (``runs/``: a
+    search under another contract in the same folder reuses them)."""
     if not slos:
         raise ConfigError("--fleet: give the contract as one or more --slo")
     pools = fleet_pools(config, most)
@@ -188,15 +222,15 @@ def search_fleet(
         config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, shown
     )
     try:
-        best = cheapest_fleet(pools, evaluate)
+        best = cheapest_fleet(pools, evaluate, monotone)
     finally:
         shown.close()
     result = FleetResult(pools, config.workload.arrival.rate, list(slos), best, evaluate.points)
-    _write(result, out_dir)
+    _write(result, out_dir / report)
     return result
 
 
-def _write(result: FleetResult, out_dir: Path) -> None:
+def _write(result: FleetResult, path: Path) -> None:
     data = {
         "rate": result.rate,
         "slos": {slo.name: slo.limit for slo in result.slos},
@@ -214,4 +248,4 @@ def _write(result: FleetResult, out_dir: Path) -> None:
         ],
     }
     text = strict_json(data)
-    atomic_write(out_dir / "fleet.json", lambda tmp: tmp.write_text(text))
+    atomic_write(path, lambda tmp: tmp.write_text(text))

@@ -19,6 +19,7 @@ RESULTS_FILES = frozenset(
         "sweep.json",  # sim.sweep.runner
         "capacity.json",  # sim.sweep.capacity
         "capacity_grid.json",  # sim.sweep.capacity_grid
+        "fleet.json",  # sim.sweep.fleet (and fleet-<contract>.json: a fleet study's searches)
         "searches.parquet",
         "searches.csv",
         "floor.parquet",  # its floor checks
@@ -36,7 +37,8 @@ def is_results_entry(entry: Path) -> bool:
     """Whether ``entry`` is a name these commands write (so a folder of them is theirs)."""
     if entry.name in RESULTS_FOLDERS:
         return entry.is_dir() and not entry.is_symlink()
-    return entry.name in RESULTS_FILES and entry.is_file()
+    fleet_report = entry.name.startswith("fleet-") and entry.suffix == ".json"
+    return (entry.name in RESULTS_FILES or fleet_report) and entry.is_file()
 
 
 def prepare_results_folder(out_dir: Path) -> Path:
