@@ -125,6 +125,8 @@ def test_calibrate_device_prints_independent_measurements_of_that_gpu(calibrate_
     assert len(checks) >= 2 and {r["batch"] for r in checks} >= {1, 8}
     assert code == (0 if device_validation.passes(result) else 1)
     assert all(r["engine"] in out for r in checks) and "KV capacity" in out
+    for r in checks:  # the per-iteration gap is the whole gap, spread over the iterations
+        assert r["unexplained_ms_per_iteration"] * r["output_tokens"] == pytest.approx(r["measured_ms"] - r["predicted_ms"])
 
 
 def test_calibrate_device_names_an_unknown_gpu(calibrate_device):

@@ -55,7 +55,15 @@ def validation(device: str, model: str = "llama-7b") -> dict:
         predicted = generation_gpu_with_sampler_ms(
             ref, replica.batch_time, replica.overhead_time, lambda n: (sampler_base + sampler_slope * n) * 1e-3
         )
-        rows.append({**ref.__dict__, "predicted_ms": predicted, "rel_error": predicted / ref.measured_ms - 1})
+        rows.append({
+            **ref.__dict__,
+            "predicted_ms": predicted,
+            "rel_error": predicted / ref.measured_ms - 1,
+            # what each iteration (one prefill, output - 1 decodes) would have to add for the
+            # model to meet the measurement: the measured engine's own per-step work, if the
+            # GPU time is right (the same on two GPUs says it is host work, not the GPU's)
+            "unexplained_ms_per_iteration": (ref.measured_ms - predicted) / ref.output_tokens,
+        })
     constants = Constants(**json.loads(FIT_JSON.read_text())["constants"])
     parts = LayoutModel.of(layout)
     perf = PerfModel(parts.device, parts.shape, constants)
@@ -118,7 +126,7 @@ def format_validation(result: dict) -> str:
         lines.append(
             f"{r['role']:<7} {r['engine']} on {r['gpu']}, batch {r['batch']}, {r['prompt_tokens']} in / "
             f"{r['output_tokens']} out: measured {r['measured_ms']:.1f} ms, model {r['predicted_ms']:.1f} ms "
-            f"({100 * r['rel_error']:+.1f}%){mark}"
+            f"({100 * r['rel_error']:+.1f}%; {r['unexplained_ms_per_iteration']:+.2f} ms per iteration unexplained){mark}"
         )
     if result["decode_attention"]:
         lines += ["", "Decode attention per layer beside Vidur's FlashAttention on the device (another kernel: context)"]
