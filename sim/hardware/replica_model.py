@@ -200,11 +200,10 @@ class ReplicaModel:
             # more), decode attention streams each further sequence's KV at the bandwidth the
             # profiled batch reached: linear in sequences.
             profiled = min(decode_batch, settings.MAX_DECODE_BATCH)
-            block_ms += decode_attention_ms(
-                self._attn_decode_ms[profiled][decode_kv // KV_GRANULARITY] * decode_batch / profiled,
-                decode_batch,
-                self._batching_overhead,
-            )
+            attention = self._attn_decode_ms[profiled][decode_kv // KV_GRANULARITY]
+            if decode_batch > profiled:  # (within the profiles the table value, bit for bit)
+                attention = attention * decode_batch / profiled
+            block_ms += decode_attention_ms(attention, decode_batch, self._batching_overhead)
         for kv_tokens, chunk in chunks:
             _check(
                 0 < chunk <= kv_tokens <= settings.MAX_TOKENS,
