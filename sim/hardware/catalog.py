@@ -97,6 +97,7 @@ LAYOUTS = (
     Layout("llama-30b", "huggyllama/llama-30b", "a10", "a10_pcie_4", 4),
     Layout("llama-7b", "huggyllama/llama-7b", "a100_80gb", "a100_80gb_1", 1),
     Layout("llama-7b", "huggyllama/llama-7b", "h100_80gb", "h100_80gb_1", 1),
+    Layout("llama-7b", "huggyllama/llama-7b", "a100_40gb", "a100_40gb_1", 1),
 )
 DEFAULT_DEVICE = "a10"  # what load_replica_model uses when no device is named
 

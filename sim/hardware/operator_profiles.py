@@ -35,8 +35,8 @@ import pandas as pd
 
 import sim.hardware.predictor_settings as settings
 from sim.hardware.build_profiles import FLOAT_FORMAT, LayoutModel, attention_profile
-from sim.hardware.catalog import FIT_JSON, LAYOUTS, PROFILES_DIR, Layout
-from sim.hardware.perf_model import Constants
+from sim.hardware.catalog import FIT_JSON, LAYOUTS, PROFILES_DIR, Layout, find_layout
+from sim.hardware.perf_model import Constants, PerfModel
 from sim.hardware.skus import VIDUR_OPERATORS
 from sim.hardware.timing import TOKEN_OPS
 
@@ -93,9 +93,27 @@ def measured_operators(vidur_mlp: pd.DataFrame, layout: Layout) -> tuple[pd.Data
     return pd.concat([measured, continued[measured.columns]], ignore_index=True), int(last["num_tokens"])
 
 
-def write(device: str, vidur_mlp_csv: Path, source: str, profiles_dir: Path = PROFILES_DIR) -> list[Path]:
+def transferred(operators: pd.DataFrame, layout: Layout, measured_on: Layout, constants: Constants) -> pd.DataFrame:
+    """Operators measured on ``measured_on``'s GPU, carried to ``layout``'s: each operator at
+    each token count times the performance model's ratio of it between the two datasheets —
+    the bandwidth ratio where it streams memory, the FLOP ratio where it computes, and the
+    smooth mix of the two in between (the stated transfer of a measurement to another GPU)."""
+    tokens = operators["num_tokens"].to_numpy()
+    to = PerfModel(LayoutModel.of(layout).device, LayoutModel.of(layout).shape, constants).token_ops(tokens)
+    source = LayoutModel.of(measured_on)
+    frm = PerfModel(source.device, source.shape, constants).token_ops(tokens)
+    carried = operators.copy()
+    for op in TOKEN_OPS:
+        carried[f"time_stats.{op}.median"] = operators[f"time_stats.{op}.median"] * to[op] / frm[op]
+    return carried
+
+
+def write(
+    device: str, vidur_mlp_csv: Path, source: str, profiles_dir: Path = PROFILES_DIR, measured_on: str | None = None
+) -> list[Path]:
     """Write every profile file of ``device``'s layouts (``source``: where the file is from,
-    for the provenance note); returns the folders written."""
+    for the provenance note; ``measured_on``: the catalog device Vidur measured the file on,
+    when not ``device`` itself); returns the folders written."""
     vidur_mlp = pd.read_csv(vidur_mlp_csv)
     constants = Constants(**json.loads(FIT_JSON.read_text())["constants"])
     digest = hashlib.sha256(Path(vidur_mlp_csv).read_bytes()).hexdigest()
@@ -104,6 +122,11 @@ def write(device: str, vidur_mlp_csv: Path, source: str, profiles_dir: Path = PR
         folder = profiles_dir / layout.compute_dir.relative_to(PROFILES_DIR)
         folder.mkdir(parents=True, exist_ok=True)
         operators, last = measured_operators(vidur_mlp, layout)
+        transfer = ""
+        if measured_on is not None and measured_on != device:
+            other = find_layout(layout.model, measured_on, layout.tensor_parallel)
+            operators = transferred(operators, layout, other, constants)
+            transfer = TRANSFER_NOTE.format(measured_on=measured_on, device=device)
         operators.to_csv(folder / "mlp.csv.xz", index=False, float_format=FLOAT_FORMAT, compression="xz")
         attention = attention_profile(LayoutModel.of(layout), constants)
         attention.to_csv(folder / "attention.csv.xz", index=False, float_format=FLOAT_FORMAT, compression="xz")
@@ -119,6 +142,7 @@ def write(device: str, vidur_mlp_csv: Path, source: str, profiles_dir: Path = PR
                 last=last,
                 fit=FIT_JSON.name,
             )
+            + transfer
         )
         written.append(folder)
     return written
@@ -136,15 +160,26 @@ PROVENANCE = """# Profiles of {model} on {device}
 """
 
 
+TRANSFER_NOTE = """- Measured on {measured_on}, not on {device}: each operator at each token count is carried
+  over by the performance model's ratio of it between the two datasheets (bandwidth where it
+  streams memory, FLOP/s where it computes); no measurement on {device} itself was used.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("device", help="a device entry whose profiles are Vidur's measured operators")
     parser.add_argument("vidur_mlp", type=Path, help="Vidur's data/profiling/compute/<gpu>/meta-llama/Llama-2-7b-hf/mlp.csv")
     parser.add_argument("--source", required=True, help="where the file comes from (repository, commit, path), for PROVENANCE.md")
+    parser.add_argument(
+        "--measured-on",
+        help="the catalog device Vidur measured the file on, when it is another GPU: the rows are "
+        "carried over by the performance model's ratio between the two datasheets",
+    )
     args = parser.parse_args(argv)
     if not args.vidur_mlp.is_file():
         parser.error(f"no such file: {args.vidur_mlp}")
-    for folder in write(args.device, args.vidur_mlp, args.source):
+    for folder in write(args.device, args.vidur_mlp, args.source, measured_on=args.measured_on):
         print(f"wrote {folder}")
     return 0
 

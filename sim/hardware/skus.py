@@ -118,6 +118,7 @@ class LlumsimDeviceSKUType(BaseIntEnum):
     A10 = 101
     A100_80GB = 102
     H100_80GB = 103
+    A100_40GB = 104
 
 
 class LlumsimNodeSKUType(BaseIntEnum):
@@ -125,6 +126,7 @@ class LlumsimNodeSKUType(BaseIntEnum):
     A10_PCIE_4 = 114
     A100_80GB_1 = 121
     H100_80GB_1 = 131
+    A100_40GB_1 = 141
 
 
 @dataclass
@@ -211,6 +213,11 @@ VISIBLE_H100_80GB = 85_045_477_376
 # (commit 1929382e7f9b4777d980aec12b6fc9e04e6718cb).
 PRICE_A100_80GB = 2.79
 PRICE_H100_80GB = 3.99
+# The A100-SXM4-40GB's total as deviceQuery prints it (driver 12.2): "40339 MBytes
+# (42298834944 bytes)", github.com/bottlerocket-os/bottlerocket pull request #3873; Lambda's
+# "8x NVIDIA A100 SXM 40 GB" at $1.99 per GPU-hour, the same transcription as the prices above.
+VISIBLE_A100_40GB = 42_298_834_944
+PRICE_A100_40GB = 1.99
 
 
 @dataclass
@@ -256,6 +263,42 @@ class H100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     @staticmethod
     def get_type() -> LlumsimDeviceSKUType:
         return LlumsimDeviceSKUType.H100_80GB
+
+
+@dataclass
+class A100_40GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
+    """NVIDIA A100 40GB SXM4 (GA100): the 80GB card's die, clocks and 312 TFLOP/s FP16 tensor
+    dense, with 40 GB of HBM2 at 1,555 GB/s (the NVIDIA A100 datasheet above), 108 SMs. Vidur
+    measured no operator on it: its profiles are the 80GB card's measured operators carried
+    over by the performance model's ratio between the two datasheets (``operator_profiles
+    --measured-on a100_80gb``: the memory-bound ones by the bandwidth ratio)."""
+
+    fp16_tflops: int = 312
+    total_memory_gb: int = 40
+    memory_bandwidth_gb_per_s: float = 1555.0
+    num_sms: int = 108
+    visible_memory_bytes: int = VISIBLE_A100_40GB
+    cpu_overheads: str = A100_CPU_OVERHEADS
+    gpu_hour_price: Optional[float] = PRICE_A100_40GB
+    profiles: str = VIDUR_OPERATORS
+    predictor: PredictorSetting = exact_fit("a100-40gb-vidur-operators")
+
+    @staticmethod
+    def get_type() -> LlumsimDeviceSKUType:
+        return LlumsimDeviceSKUType.A100_40GB
+
+
+@dataclass
+class A100_40GB1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
+    """One A100 40GB per instance (LLaMA-7B)."""
+
+    device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.A100_40GB
+    num_devices_per_node: int = 1
+    transfer_fit: str = A10_TRANSFER_FIT
+
+    @staticmethod
+    def get_type() -> LlumsimNodeSKUType:
+        return LlumsimNodeSKUType.A100_40GB_1
 
 
 @dataclass
