@@ -155,3 +155,25 @@ def test_calibrate_device_prints_independent_measurements_of_that_gpu(calibrate_
 def test_calibrate_device_names_an_unknown_gpu(calibrate_device):
     with pytest.raises(SystemExit, match="unknown device 'h200'; known devices: a10, "):
         calibrate_device("--device", "h200")
+
+
+def test_a_pool_left_at_the_default_cpu_line_takes_its_own_gpus(monkeypatch):
+    """The config's CPU-line defaults are the A10 entry's; a pool on another GPU left at them
+    gets that GPU's measured line (an A100 host's), one that sets them keeps what it set."""
+    from sim.config import load_config
+    from sim.config.schema import OverheadConfig
+    from sim.engine.setup import load_model
+    from sim.hardware import overheads
+
+    monkeypatch.setenv("LLUMSIM_CACHE_DIR", fitted_cache()[0])
+
+    def pool_model(**pool):
+        return load_model(load_config(base={"pools": [{"name": "p", **pool}]}).instance_pools()[0])
+
+    a100 = overheads.engine_overheads(find_layout("llama-7b", "a100_80gb", None).device_sku.cpu_overheads)
+    model = pool_model(device="a100_80gb")
+    assert model.overhead_base == pytest.approx(a100.base_ms * 1e-3) != OverheadConfig().base
+    assert model.overhead_per_request == pytest.approx(a100.per_request_ms * 1e-3)
+    assert pool_model(device="a100_80gb", overhead={"base": 0.001}).overhead_base == 0.001
+    a10 = pool_model(device="a10")
+    assert (a10.overhead_base, a10.overhead_per_request) == (OverheadConfig().base, OverheadConfig().per_request)

@@ -42,7 +42,10 @@ class OverheadConfig:
     https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv
     (means, batch 8-48), plus the per-sequence sampler loop of the artifact's vLLM 0.1.2 and
     its detokenizer, which turns every batched request's whole output back into text at every
-    step (``sim/hardware/overheads.py``). The A10 calibration assumes them.
+    step (``sim/hardware/overheads.py``). The A10 calibration assumes them. A pool whose
+    ``base`` and ``per_request`` are left at these defaults takes its own GPU's measured line
+    instead (the device entry's ``cpu_overheads`` in ``sim/hardware/skus.py``: the A10's is
+    this one, the A100's and H100's an A100 host's).
     """
 
     base: float = 1.6328e-3  # s per iteration

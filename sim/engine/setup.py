@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from sim.cluster.adaptive_headroom import HeadroomController
 from sim.config import ClusterConfig, ConfigError, PoolConfig, SchedulerConfig, SimulationConfig
-from sim.config.schema import AdaptiveHeadroomConfig
+from sim.config.schema import AdaptiveHeadroomConfig, OverheadConfig
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
@@ -141,7 +141,12 @@ def load_workload(config: SimulationConfig, root: Path | None) -> "Workload":
 
 def replica_model_settings(pool: ClusterConfig) -> dict:
     """The keys of a pool the replica model depends on (what a cache of models is keyed by:
-    the instance count or watermark do not change it; the batch cap sizes the profile run)."""
+    the instance count or watermark do not change it; the batch cap sizes the profile run).
+    The engine's CPU line left at its defaults is None: the pool's own GPU's measured line
+    (its SKU entry's ``cpu_overheads``; the defaults are the A10 entry's, so an A10 pool
+    gets the same numbers)."""
+    defaults = OverheadConfig()
+    at_defaults = (pool.overhead.base, pool.overhead.per_request) == (defaults.base, defaults.per_request)
     return {
         "model": pool.model,
         "device": pool.device,
@@ -151,8 +156,8 @@ def replica_model_settings(pool: ClusterConfig) -> dict:
         "max_batched_tokens": pool.max_batched_tokens,
         "max_batch_size": pool.max_batch_size,
         "kv_capacity_blocks": pool.kv_capacity_blocks,
-        "overhead_base": pool.overhead.base,
-        "overhead_per_request": pool.overhead.per_request,
+        "overhead_base": None if at_defaults else pool.overhead.base,
+        "overhead_per_request": None if at_defaults else pool.overhead.per_request,
         "overhead_per_output_token": pool.overhead.per_output_token,
         "decode_scale": pool.decode_scale,
         "prefill_scale": pool.prefill_scale,
