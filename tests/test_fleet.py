@@ -44,10 +44,11 @@ def fitted_llumsim_cache(monkeypatch):
 
 def brute_force(pools, meets):
     """Every fleet within the bounds; the cheapest (ties: fewer instances) that meets the
-    contract and whose every one-instance-larger neighbour within the bounds meets it too."""
+    contract and whose every neighbour one instance larger in a pool it uses (within the
+    bounds) meets it too."""
 
     def stable(c):
-        bigger = [c[:i] + (n + 1,) + c[i + 1:] for i, (p, n) in enumerate(zip(pools, c)) if n < p.most]
+        bigger = [c[:i] + (n + 1,) + c[i + 1:] for i, (p, n) in enumerate(zip(pools, c)) if 0 < n < p.most]
         return meets(c) and all(meets(b) for b in bigger)
 
     fleets = [c for c in product(*(range(p.most + 1) for p in pools)) if any(c) and stable(c)]
@@ -100,7 +101,14 @@ def test_bisection_misses_a_mixed_fleet_where_slow_instances_break_the_contract(
         return fast >= 5 and slow <= 1  # a second slow instance breaks the tail
 
     assert cheapest_fleet(pools, meets, monotone=True) is None  # (5, 8) fails: no bisection
-    assert cheapest_fleet(pools, meets) == (5, 0)  # it, (6, 0) and (5, 1) all meet
+    assert cheapest_fleet(pools, meets) == (5, 0)  # it and (6, 0) meet
+
+
+def test_a_first_slow_instance_that_breaks_the_tail_does_not_disqualify_the_fast_fleet():
+    """Five fast instances meet the contract, six too; any slow one added breaks it: the fast
+    fleet is the answer (the guard looks along the pools a fleet uses)."""
+    pools = [FleetPool("fast", 2.79, 6), FleetPool("slow", 1.29, 8)]
+    assert cheapest_fleet(pools, lambda c: c[0] >= 5 and c[1] == 0) == (5, 0)
 
 
 def test_a_lucky_count_is_not_the_answer():
@@ -259,7 +267,8 @@ def test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_
     assert float(a10["hourly_cost"]) == pytest.approx(1.29 * n)  # the A10's list price per instance
     text = readme.read_text()
     assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
-    assert f"| A10 | llumnix | ${1.29 * n:.2f}/h ({n} a10s) | none within the bounds |" in text
+    bound = " at its bound" if a10["at_bound"] else ""  # (3 a10s is this grid's bound)
+    assert f"| A10 | llumnix | ${1.29 * n:.2f}/h ({n} a10s{bound}) | none within the bounds |" in text
     assert (tmp_path / "out" / "fleet.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -291,3 +300,25 @@ def test_a_bad_fleet_grid_names_the_key(tmp_path, extra, message):
         path = fleet_grid(tmp_path, extra)
     with pytest.raises(ConfigError, match=message):
         study.load_fleet_grid(path)
+
+
+@pytest.mark.parametrize(
+    "overrides, slos, seeds, message",
+    [
+        ([], ["tier3.prefill_latency.p99<=2"], 1, "no tier 3"),
+        ([], CONTRACT, 0, "--seeds: must be in 1"),
+        (["cost.sku_prices=false"], CONTRACT, 1, "set cost.sku_prices: true"),
+    ],
+)
+def test_a_fleet_search_checks_what_it_needs_before_its_first_run(tmp_path, overrides, slos, seeds, message):
+    config = load_config(two_sku_config(tmp_path), overrides)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        search_fleet(config, [parse_slo(t) for t in slos], {"a10s": 2, "a100s": 1}, tmp_path / "x", seeds)
+    assert not (tmp_path / "x" / "runs").exists() or not any((tmp_path / "x" / "runs").iterdir())
+
+
+def test_an_answer_at_a_bound_says_no_larger_fleet_confirmed_it(tmp_path, capsys):
+    code = main(["capacity", str(two_sku_config(tmp_path)), "--fleet", "a10s=1", "a100s=1", "--quiet",
+                 "--out", str(tmp_path / "out"), "--slo", "prefill_latency.p99<=20"])
+    out = capsys.readouterr().out
+    assert code == 0 and "at the bound of" in out

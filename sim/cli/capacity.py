@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="POOL=N",
         help="instead of a rate: the cheapest count of each pool's GPU (0..N) meeting the SLOs at the "
-        "config's rate, priced at its SKU's list price (cost.sku_prices); every pool named once",
+        "config's rate, each pool billed as the config prices it (cost.sku_prices: true, required when "
+        "the pools' GPUs differ, for each SKU's list price); every pool named once; after the config",
     )
     parser.add_argument(
         "--monotone",
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     from sim.metrics.cost import describe_instances, describe_price
     from sim.sweep.capacity import parse_slo, search_capacity
 
+    if args.config is None and args.fleet and any(not item.partition("=")[2] for item in args.fleet):
+        raise ConfigError("--fleet takes POOL=N items only; give the run config before it")
     if (args.config is None) == (args.grid is None):
         raise ConfigError("capacity: give a run config or --grid GRID (one of them)")
     if args.monotone and args.fleet is None:
@@ -161,7 +164,7 @@ def run_fleet(args: argparse.Namespace, config, slos) -> int:
     """``--fleet``: the cheapest fleet, every fleet evaluated and the cost/latency frontier.
     Exit 0 with an answer, 1 when no fleet within the bounds meets the contract."""
     from sim.config import ConfigError
-    from sim.sweep.fleet import frontier, search_fleet
+    from sim.sweep.fleet import at_bound, frontier, search_fleet
 
     for flag, value in (("--low", args.low), ("--high", args.high), ("--tolerance", args.tolerance)):
         if value is not None:
@@ -170,6 +173,7 @@ def run_fleet(args: argparse.Namespace, config, slos) -> int:
     result = search_fleet(
         config, slos, fleet_bounds(args.fleet), out_dir, args.seeds if args.seeds is not None else 1,
         args.jobs, args.backend, args.address, not args.quiet, monotone=args.monotone,
+        recompute_stale=args.recompute_stale,
     )
     names = [pool.name for pool in result.pools]
     first = result.slos[0]
@@ -190,6 +194,9 @@ def run_fleet(args: argparse.Namespace, config, slos) -> int:
         return EXIT_NO_RATE_MEETS
     described = ", ".join(f"{n} × {name}" for name, n in zip(names, result.best))
     print(f"\ncheapest fleet at {result.rate:g} req/s: {described}, ${result.cost(result.best):.2f} per hour")
+    bounded = at_bound(result.pools, result.best)
+    if bounded:
+        print(f"  at the bound of {', '.join(bounded)}: no larger fleet there was tried to confirm it; raise the bound")
     return 0
 
 

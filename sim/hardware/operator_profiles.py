@@ -141,6 +141,7 @@ def write(
                 sha256=digest,
                 last=last,
                 fit=FIT_JSON.name,
+                measured_on=f" --measured-on {measured_on}" if transfer else "",
             )
             + transfer
         )
@@ -150,9 +151,9 @@ def write(
 
 PROVENANCE = """# Profiles of {model} on {device}
 
-- `mlp.csv.xz`: Vidur's measured token operators of LLaMA-2-7B (LLaMA-7B's shape) on this
-  GPU at tensor parallelism 1, medians in ms, from {source} (sha256 `{sha256}`), written by
-  `python -m sim.hardware.operator_profiles {device} <that file> --source "..."`; past {last} tokens each
+- `mlp.csv.xz`: Vidur's measured token operators of LLaMA-2-7B (LLaMA-7B's shape) at tensor
+  parallelism 1, medians in ms, from {source} (sha256 `{sha256}`), written by
+  `python -m sim.hardware.operator_profiles {device} <that file> --source "..."{measured_on}`; past {last} tokens each
   operator is continued in proportion to tokens from its last measured row.
 - `attention.csv.xz`: the performance model (`sim/hardware/perf_model.py`) on this device's
   datasheet figures (`sim/hardware/skus.py`) with the constants fitted on the A10 (`{fit}`):

@@ -4,9 +4,10 @@ tightness, with and without migration.
     python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet [--jobs 2] [--readme README.md]
 
 A fleet grid names a base config, the pools a fleet may use (one SKU each), the fleets (each
-a set of pools with the largest count tried; the last pool is the one bisected), the
+a set of pools with the largest count tried), the
 schedulers and the contracts, loosest first. For every (fleet, scheduler) the study runs
-``sim.sweep.fleet.search_fleet`` once per contract on one results store, so a tighter contract
+``sim.sweep.fleet.search_fleet`` (exact: every fleet within the bounds is a candidate,
+simulated cheapest first) once per contract on one results store, so a tighter contract
 reuses every fleet a looser one simulated. It writes ``fleet.csv`` (one row per fleet,
 scheduler and contract: the cheapest counts and their hourly bill, or none within the
 bounds), ``fleet.png`` (the bill against the contract, a line per fleet and scheduler) and,
@@ -27,7 +28,7 @@ from sim.config import ConfigError, from_dict, SimulationConfig
 from sim.config.loader import apply_overrides, read_yaml
 from sim.files import atomic_write, replace_marked
 from sim.sweep.capacity import Slo, parse_slo
-from sim.sweep.fleet import search_fleet
+from sim.sweep.fleet import at_bound, search_fleet
 
 README_BEGIN, README_END = "<!-- fleet:begin -->", "<!-- fleet:end -->"
 KEYS = {"name", "description", "base", "set", "seeds", "pools", "fleets", "schedulers", "contracts"}
@@ -77,12 +78,17 @@ def load_fleet_grid(path: Path) -> FleetGrid:
     base = read_yaml((path.parent / data["base"]).resolve())
     base = apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in (data.get("set") or {}).items()])
     pools = _mapping(data["pools"], f"{path}: pools")
+    for name, spec in pools.items():
+        if "name" in _mapping(spec, f"{path}: pools.{name}"):
+            raise ConfigError(f"{path}: pools.{name}.name: a pool is named by its key; leave name out")
     fleets = {}
     for name, bounds in _mapping(data["fleets"], f"{path}: fleets").items():
+        if name.replace("+", "-") in {other.replace("+", "-") for other in fleets}:
+            raise ConfigError(f"{path}: fleets.{name}: its results folder is another fleet's (+ is written -)")
         for pool, most in _mapping(bounds, f"{path}: fleets.{name}").items():
             if pool not in pools:
                 raise ConfigError(f"{path}: fleets.{name}.{pool}: no such pool (pools: {', '.join(pools)})")
-            if not isinstance(most, int) or not 1 <= most <= 64:
+            if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= 64:
                 raise ConfigError(f"{path}: fleets.{name}.{pool}: the largest count must be a whole number in 1..64")
         fleets[name] = dict(bounds)
     contracts = {}
@@ -114,6 +120,8 @@ def run_study(grid: FleetGrid, out_dir: Path, jobs: int | None, progress: bool) 
                     "slos": " & ".join(slo.text for slo in result.slos),
                     "counts": "" if best is None else " + ".join(f"{n} {p.name}" for p, n in zip(result.pools, best) if n),
                     "hourly_cost": None if best is None else round(result.cost(best), 4),
+                    # pools the answer uses at their bound: no larger fleet there confirmed it
+                    "at_bound": "" if best is None else " ".join(at_bound(result.pools, best)),
                     "fleets_simulated": len(result.evaluated),
                     "seeds": grid.seeds,
                 })
@@ -136,7 +144,8 @@ def markdown(table: pd.DataFrame, contracts: dict[str, list[Slo]]) -> str:
         cells = []
         for name in names:
             row = rows[rows["contract"] == name].iloc[0]
-            cells.append("none within the bounds" if not row["counts"] else f"${row['hourly_cost']:.2f}/h ({row['counts']})")
+            bound = " at its bound" if row.get("at_bound") else ""
+            cells.append("none within the bounds" if not row["counts"] else f"${row['hourly_cost']:.2f}/h ({row['counts']}{bound})")
         lines.append(f"| {fleet} | {scheduler} | " + " | ".join(cells) + " |")
     legend = "; ".join(f"**{name}**: " + " & ".join(f"`{slo.text}`" for slo in slos) for name, slos in contracts.items())
     return "\n".join(lines) + f"\n\nContracts, loosest first: {legend}."

@@ -384,10 +384,7 @@ def check_search(
         raise ConfigError("workload.arrival.process: burst ignores the rate, which capacity search varies")
     if not 0 < tolerance < 1:
         raise ConfigError(f"--tolerance: must be in (0, 1), got {tolerance}")
-    if not 1 <= seeds <= MAX_SEEDS:
-        raise ConfigError(f"--seeds: must be in 1..{MAX_SEEDS:,}, got {seeds}")
-    if config.seed + seeds - 1 > SEED_LIMIT:
-        raise ConfigError(f"--seeds: seeds {config.seed}..{config.seed + seeds - 1} pass {SEED_LIMIT}")
+    check_seeds(config, seeds)
     for name, bound in (("--low", low), ("--high", high)):
         if bound is not None and not RATES.low <= bound <= RATES.high:  # NaN fails too
             raise ConfigError(
@@ -395,6 +392,21 @@ def check_search(
             )
     if low is not None and high is not None and not low < high:
         raise ConfigError(f"--low: {low:g} req/s is not below --high ({high:g})")
+    check_slos(config, slos)
+
+
+def check_seeds(config: SimulationConfig, seeds: int) -> None:
+    """``seeds`` runs from the config's seed on, within what a config accepts."""
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise ConfigError(f"--seeds: must be in 1..{MAX_SEEDS:,}, got {seeds}")
+    if config.seed + seeds - 1 > SEED_LIMIT:
+        raise ConfigError(f"--seeds: seeds {config.seed}..{config.seed + seeds - 1} pass {SEED_LIMIT}")
+
+
+def check_slos(config: SimulationConfig, slos: Sequence[Slo]) -> None:
+    """Every SLO names a tier, class or target the config has, and bounds its metric once."""
+    if not slos:
+        raise ConfigError("--slo: give at least one SLO")
     tiers = config.workload.priority.tiers
     contract = config.slo.contract if config.slo is not None else None
     for slo in slos:

@@ -8,7 +8,8 @@ price (``cost.sku_prices``).
 
 The search (``cheapest_fleet``) simulates the fleets in order of their bill, cheapest first,
 and stops at the first that meets the contract *stably*: it meets it, and so does every fleet
-one instance larger (of any pool, within the bounds). Exact, whatever the contract does as the
+one instance larger in a pool it uses (within the bounds; an answer with a pool at its bound
+has no such guard there, and says so). Exact, whatever the contract does as the
 fleet grows — and it has to be. A tail percentile over a finite run is noisy: past its knee
 an A10 fleet's P99 time to first token wanders around a floor the longest prompts set, so one
 count can slip under a bound that the counts around it miss; the neighbours keep such a lucky
@@ -16,8 +17,8 @@ draw from being the answer. And in a mixed fleet, adding instances of the slower
 break a tail-latency contract the fast GPUs met alone (the dispatcher sends them work, and
 their prefills are the slow ones), so "more instances never hurt" is false there. Where it
 does hold (one SKU and a contract well inside its range), ``monotone=True`` bisects the last
-pool's count for each count of the others instead, skipping what costs more than the best
-found. Every fleet evaluated is a set of runs in a results store (one per seed), so a
+pool's count for each count of the others instead, skipping the counts of the others that
+alone cost more than the best fleet found. Every fleet evaluated is a set of runs in a results store (one per seed), so a
 repeated search, or one under another contract in the same folder, reuses them.
 """
 
@@ -33,7 +34,7 @@ from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
 from sim.metrics.cost import gpu_hour_prices, gpus_per_instance
 from sim.progress import Progress
 from sim.sweep.backends import RunError, Task, execute
-from sim.sweep.capacity import Point, Slo, expand_scopes, judge
+from sim.sweep.capacity import Point, Slo, check_seeds, check_slos, expand_scopes, judge
 from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
 from sim.sweep.grid import normalize, run_key
@@ -82,14 +83,24 @@ def fleets_by_cost(pools: Sequence[FleetPool]) -> list[Counts]:
 
 
 def larger_by_one(pools: Sequence[FleetPool], counts: Counts) -> list[Counts]:
-    """The fleets one instance larger than ``counts``, one per pool not at its bound."""
+    """The fleets one instance larger than ``counts`` in a pool it already uses (the same mix:
+    a first instance of another GPU is another fleet, which may rightly fail), one per such
+    pool not at its bound."""
     return [
-        counts[:i] + (n + 1,) + counts[i + 1:] for i, (pool, n) in enumerate(zip(pools, counts)) if n < pool.most
+        counts[:i] + (n + 1,) + counts[i + 1:]
+        for i, (pool, n) in enumerate(zip(pools, counts))
+        if 0 < n < pool.most
     ]
 
 
+def at_bound(pools: Sequence[FleetPool], counts: Counts) -> list[str]:
+    """The pools ``counts`` uses at their bound: there no larger fleet guards the answer."""
+    return [pool.name for pool, n in zip(pools, counts) if n and n == pool.most]
+
+
 def meets_stably(pools: Sequence[FleetPool], counts: Counts, meets: Callable[[Counts], bool]) -> bool:
-    """``counts`` meets the contract, and so does every fleet one instance larger."""
+    """``counts`` meets the contract, and so does every fleet one instance larger in the
+    pools it uses."""
     return meets(counts) and all(meets(larger) for larger in larger_by_one(pools, counts))
 
 
@@ -153,8 +164,13 @@ def fleet_pools(config: SimulationConfig, most: dict[str, int]) -> list[FleetPoo
     if config.autoscale.enabled:
         raise ConfigError("--fleet: autoscale.enabled: a fleet's counts are fixed; turn auto-scaling off")
     for name, n in most.items():
-        if not 1 <= n <= 64:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64:
             raise ConfigError(f"--fleet {name}={n}: the largest count must be in 1..64")
+    if not config.cost.sku_prices and len({(p.device, p.model) for p in pools}) > 1:
+        raise ConfigError(
+            "--fleet: pools of different GPUs need their own prices; set cost.sku_prices: true "
+            "(each SKU's list price) — a flat cost.gpu_hour_price would rank fleets by GPU count"
+        )
     prices = gpu_hour_prices(config)
     return [FleetPool(p.name, prices[p.name] * gpus_per_instance(p), most[p.name]) for p in pools]
 
@@ -172,16 +188,21 @@ def with_counts(config: SimulationConfig, counts: Counts, seed: int) -> Simulati
 class _FleetEvaluator:
     """Runs a fleet's seeds (from the store where done) and judges them; remembers every fleet."""
 
-    def __init__(self, config, slos, seeds, store, jobs, backend, address, shown) -> None:
+    def __init__(self, config, slos, seeds, store, jobs, backend, address, shown, recompute_stale=False) -> None:
         self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
         self.jobs, self.backend, self.address, self.shown = jobs, backend, address, shown
+        self.recompute_stale = recompute_stale  # rerun stored runs other code made
         self.points: dict[Counts, Point] = {}
 
     def __call__(self, counts: Counts) -> bool:
         if counts not in self.points:
             configs = [with_counts(self.config, counts, seed) for seed in self.seeds]
             keys = [run_key(c) for c in configs]
-            tasks = [Task(k, c, ()) for k, c in zip(keys, configs) if not self.store.is_done(k)]
+            tasks = [
+                Task(k, c, ())
+                for k, c in zip(keys, configs)
+                if not self.store.is_done(k, this_code_only=self.recompute_stale)
+            ]
             self.shown.plan(len(configs), len(configs) - len(tasks), 0)
             for key, result in execute(tasks, self.backend, self.jobs, self.address):
                 self.shown.update(isinstance(result, RunError))
@@ -205,21 +226,26 @@ def search_fleet(
     progress: bool = False,
     report: str = "fleet.json",
     monotone: bool = False,
+    recompute_stale: bool = False,
 ) -> FleetResult:
     """The cheapest fleet of the config's pools meeting ``slos`` at the config's rate; every
     fleet evaluated is written to ``report`` in ``out_dir``, beside the runs (``runs/``: a
     search under another contract in the same folder reuses them)."""
     if not slos:
         raise ConfigError("--fleet: give the contract as one or more --slo")
+    if config.workload.arrival.rate is None:
+        raise ConfigError("workload.arrival.rate: a fleet search holds the arrival rate; set one")
     pools = fleet_pools(config, most)
     slos = expand_scopes(slos, config)
+    check_slos(config, slos)
+    check_seeds(config, seeds)
     check_cell(config)
     out_dir = prepare_results_folder(out_dir)
     store = RunStore(out_dir / "runs")
     store.clean()
     shown = Progress(f"fleet {config.name}", 0, show=progress)
     evaluate = _FleetEvaluator(
-        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, shown
+        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, shown, recompute_stale
     )
     try:
         best = cheapest_fleet(pools, evaluate, monotone)
@@ -237,6 +263,7 @@ def _write(result: FleetResult, path: Path) -> None:
         "pools": [pool.__dict__ for pool in result.pools],
         "best": None if result.best is None else dict(zip((p.name for p in result.pools), result.best)),
         "best_hourly_cost": None if result.best is None else result.cost(result.best),
+        "best_at_bound": [] if result.best is None else at_bound(result.pools, result.best),
         "fleets": [
             {
                 "counts": dict(zip((p.name for p in result.pools), counts)),
