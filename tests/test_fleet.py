@@ -21,7 +21,7 @@ from sim.config import ConfigError, load_config
 from sim.sweep.capacity import parse_slo, search_capacity
 from sim.sweep.fleet import (
     FleetPool,
-    _FleetEvaluator,
+    FleetEvaluator,
     cheapest_fleet,
     fewest_last,
     fleet_pools,
@@ -169,8 +169,8 @@ def test_fleet_search_on_the_simulator_gives_the_brute_force_answer(tmp_path):
     result = search_fleet(config, slos, most, tmp_path / "search", monotone=True)
     # brute force: every fleet within the bounds, each simulated (the same runs, its own store)
     pools = fleet_pools(config, most)
-    evaluate = _FleetEvaluator(config, slos, [0], RunStore(tmp_path / "brute"), None, "local", None,
-                               Progress("brute", 0, show=False))
+    evaluate = FleetEvaluator(config, slos, [0], RunStore(tmp_path / "brute"), None, "local", None, False,
+                              Progress("brute", 0, show=False))
     expected = brute_force(pools, evaluate)
     assert expected is not None and result.best == expected
     # the answer is a real trade-off: neither GPU alone is the cheapest

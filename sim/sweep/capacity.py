@@ -218,7 +218,10 @@ def _round(rate: float) -> float:
     return float(f"{rate:.4g}")
 
 
-class _Evaluator:
+class Evaluator:
+    """Judges points of a search: each point one config per seed, run unless stored (or, with
+    ``recompute_stale``, stored by other code), judged on the mean over seeds; remembers them."""
+
     def __init__(self, config, slos, seeds, store, jobs, backend, address, recompute_stale, shown) -> None:
         self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
         self.jobs, self.backend, self.address = jobs, backend, address
@@ -232,24 +235,29 @@ class _Evaluator:
         if rate in self.points:
             return self.points[rate]
         configs = [at_rate(self.config, rate, seed) for seed in self.seeds]
+        point = self.judged(configs, rate, f"rate {rate:g}", self.points_left * len(configs))
+        self.points[rate] = point
+        return point
+
+    def judged(self, configs: Sequence[SimulationConfig], rate: float, label: str, more: int = 0) -> Point:
+        """The point of ``configs`` (one per seed) at ``rate``: their runs, made where not
+        stored, judged together; ``label`` names the point in a failed run's error, ``more``
+        is the runs still expected after it (the progress line's ETA)."""
         keys = [run_key(c) for c in configs]
         tasks = [
             Task(k, c, ())
             for k, c in zip(keys, configs)
             if not self.store.is_done(k, this_code_only=self.recompute_stale)
         ]
-        more = self.points_left * len(configs)
         self.shown.plan(len(configs), len(configs) - len(tasks), more)
         for key, result in execute(tasks, self.backend, self.jobs, self.address):
             config = configs[keys.index(key)]
             self.shown.update(isinstance(result, RunError))
-            if isinstance(result, RunError):  # a rate with a failed run cannot be judged
-                where = f"rate {rate:g} seed {config.seed}: {result.reason}"
+            if isinstance(result, RunError):  # a point with a failed run cannot be judged
+                where = f"{label} seed {config.seed}: {result.reason}"
                 raise SimulationStalled(where) if result.kind == "stalled" else ConfigError(where)
             self.store.write(key, config, result)
-        point = judge(rate, self.slos, [self.store.summary(k) for k in keys])
-        self.points[rate] = point
-        return point
+        return judge(rate, self.slos, [self.store.summary(k) for k in keys])
 
 
 def judge(rate: float, slos: Sequence[Slo], summaries: Sequence[dict[str, Any]]) -> Point:
@@ -298,7 +306,7 @@ def search_capacity(
     store = RunStore(out_dir / "runs")
     store.clean()
     shown = Progress(f"capacity {config.name}", 0, show=progress)
-    evaluate = _Evaluator(
+    evaluate = Evaluator(
         config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address,
         recompute_stale, shown,
     )

@@ -33,13 +33,11 @@ from typing import Callable, Optional, Sequence
 from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
 from sim.metrics.cost import gpu_hour_prices, gpus_per_instance
 from sim.progress import Progress
-from sim.sweep.backends import RunError, Task, execute
-from sim.sweep.capacity import Point, Slo, check_seeds, check_slos, expand_scopes, judge
+from sim.sweep.capacity import Evaluator, Point, Slo, check_seeds, check_slos, expand_scopes
 from sim.sweep.cell import check_cell
 from sim.sweep.folder import prepare_results_folder
-from sim.sweep.grid import normalize, run_key
+from sim.sweep.grid import normalize
 from sim.sweep.store import RunStore
-from sim.engine.watchdog import SimulationStalled
 from sim.files import atomic_write, strict_json
 
 Counts = tuple[int, ...]
@@ -185,32 +183,13 @@ def with_counts(config: SimulationConfig, counts: Counts, seed: int) -> Simulati
     return normalize(from_dict(SimulationConfig, data))
 
 
-class _FleetEvaluator:
-    """Runs a fleet's seeds (from the store where done) and judges them; remembers every fleet."""
-
-    def __init__(self, config, slos, seeds, store, jobs, backend, address, shown, recompute_stale=False) -> None:
-        self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
-        self.jobs, self.backend, self.address, self.shown = jobs, backend, address, shown
-        self.recompute_stale = recompute_stale  # rerun stored runs other code made
-        self.points: dict[Counts, Point] = {}
+class FleetEvaluator(Evaluator):
+    """Judges fleets at the config's rate (a fleet: one count per pool); remembers every fleet."""
 
     def __call__(self, counts: Counts) -> bool:
         if counts not in self.points:
             configs = [with_counts(self.config, counts, seed) for seed in self.seeds]
-            keys = [run_key(c) for c in configs]
-            tasks = [
-                Task(k, c, ())
-                for k, c in zip(keys, configs)
-                if not self.store.is_done(k, this_code_only=self.recompute_stale)
-            ]
-            self.shown.plan(len(configs), len(configs) - len(tasks), 0)
-            for key, result in execute(tasks, self.backend, self.jobs, self.address):
-                self.shown.update(isinstance(result, RunError))
-                if isinstance(result, RunError):
-                    where = f"fleet {counts}: {result.reason}"
-                    raise SimulationStalled(where) if result.kind == "stalled" else ConfigError(where)
-                self.store.write(key, configs[keys.index(key)], result)
-            self.points[counts] = judge(self.config.workload.arrival.rate, self.slos, [self.store.summary(k) for k in keys])
+            self.points[counts] = self.judged(configs, self.config.workload.arrival.rate, f"fleet {counts}")
         return self.points[counts].meets
 
 
@@ -244,8 +223,8 @@ def search_fleet(
     store = RunStore(out_dir / "runs")
     store.clean()
     shown = Progress(f"fleet {config.name}", 0, show=progress)
-    evaluate = _FleetEvaluator(
-        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, shown, recompute_stale
+    evaluate = FleetEvaluator(
+        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, recompute_stale, shown
     )
     try:
         best = cheapest_fleet(pools, evaluate, monotone)
