@@ -113,6 +113,14 @@ def scenarios(draw):
         "autoscale": draw(autoscaling()),
         # a second pool of a faster GPU with more memory (a mixed fleet): its instances, blocks
         "second_pool": draw(st.one_of(st.none(), st.tuples(st.integers(1, 3), st.integers(6, 400)))),
+        # prefill/decode disaggregation: the two pools' roles (the first prefills or decodes),
+        # and how requests are handed over
+        "pd": draw(st.one_of(st.none(), st.fixed_dictionaries({
+            "pairing": st.sampled_from(["immediate", "llumnix"]),
+            "copy": st.sampled_from(["blocking", "live"]),
+            "adaptive": st.booleans(),
+        }))),
+        "first_role": draw(st.sampled_from(["prefill", "decode"])),
     }
 
 
@@ -133,13 +141,19 @@ def build(s) -> Simulation:
         "watermark_fraction": s["watermark"],
     }
     timers = {"slow": LinearTimer(capacity_blocks=s["capacity"])}
-    if s["second_pool"] is None:
+    second_pool = s["second_pool"] or ((1, s["capacity"]) if s["pd"] else None)  # PD needs two
+    if second_pool is None:
         instances = {"cluster": cluster}
     else:
-        count, blocks = s["second_pool"]
+        count, blocks = second_pool
         fast = {**cluster, "instances": count, "kv_capacity_blocks": blocks}
         instances = {"pools": [{"name": "slow", **cluster}, {"name": "fast", **fast}]}
         timers["fast"] = LinearTimer(capacity_blocks=blocks, **FAST)
+    if s["pd"]:  # roles for the two pools; auto-scaling does not run with roles
+        other = {"prefill": "decode", "decode": "prefill"}[s["first_role"]]
+        instances["pools"][0]["role"], instances["pools"][1]["role"] = s["first_role"], other
+        instances["pd"] = s["pd"]
+        autoscale = {}
     config = make_config(
         **instances,
         workload={"priority": {"tiers": s["tiers"]}},
@@ -215,6 +229,12 @@ def check_conserved(s) -> None:
         ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
+        ("hand-off committed", any(m.kind == "handoff" and m.outcome == "committed" for m in result.migrations)),
+        ("hand-off refused by a full decode instance",
+         any(m.kind == "handoff" and m.abort_reason == "destination_out_of_memory" for m in result.migrations)),
+        ("adaptive PD served a request in the other role", any(result.role_swaps.values())),
+        ("balance migration among decode instances committed", s["pd"] is not None and any(
+            m.kind == "balance" and m.outcome == "committed" for m in result.migrations)),
         ("migration between pools committed", s["second_pool"] is not None and any(
             m.outcome == "committed" and simulation.pool_of(m.source) != simulation.pool_of(m.destination)
             for m in result.migrations)),

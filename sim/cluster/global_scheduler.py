@@ -131,11 +131,12 @@ class GlobalScheduler:
     def reports_per_step(self) -> bool:
         return self.settings.reports == "per-step"
 
-    def wants_step_reports(self, autoscaling: bool) -> bool:
+    def wants_step_reports(self, other_reader: bool) -> bool:
         """Whether per-step reports are delivered: they are this scheduler's cadence and
-        something reads them — its dispatch rule, its pairing, or an auto-scaler (round-robin
-        alone reads none, and building them was a quarter of its event loop)."""
-        readers = self.dispatch_rule.reads_reports or self.migrates or autoscaling
+        something reads them — its dispatch rule, its pairing, or another reader (an
+        auto-scaler, the hand-offs of prefill/decode disaggregation; round-robin alone reads
+        none, and building them was a quarter of its event loop)."""
+        readers = self.dispatch_rule.reads_reports or self.migrates or other_reader
         return self.reports_per_step and readers
 
     @property
@@ -216,9 +217,19 @@ class GlobalScheduler:
         self.dispatch_rule.dispatched(self.view, target)
         return target
 
-    def migration_pairs(self) -> Mapping[int, int]:
-        """A pairing round: source -> destination (empty if this scheduler never migrates)."""
-        return {} if self.pairing_rule is None else dict(self.pairing_rule.pair(self.view))
+    def migration_pairs(self, among: Optional[list[int]] = None) -> Mapping[int, int]:
+        """A pairing round: source -> destination (empty if this scheduler never migrates);
+        ``among``: the only instances that may be destinations (decode and mixed ones, with
+        prefill/decode disaggregation)."""
+        if self.pairing_rule is None:
+            return {}
+        if among is None:
+            return dict(self.pairing_rule.pair(self.view))
+        every, self.view.instances = self.view.instances, among
+        try:
+            return dict(self.pairing_rule.pair(self.view))
+        finally:
+            self.view.instances = every
 
     def destination_for(self, source: int) -> Optional[int]:
         return None if self.pairing_rule is None else self.pairing_rule.pairs.get(source)

@@ -119,6 +119,10 @@ class PoolConfig(ClusterConfig):
     shorthand (its pool is named ``cluster``)."""
 
     name: str = "cluster"  # the pool's name, unique among the pools
+    # prefill/decode disaggregation (``pd``): mixed instances do both, as vLLM does; prefill
+    # instances take new requests and hand each one's KV to a decode instance after its first
+    # token; decode instances take only hand-offs
+    role: Literal["mixed", "prefill", "decode"] = field(default="mixed", metadata={OMIT_WHEN_DEFAULT: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -282,6 +286,32 @@ class MigrationConfig:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+
+
+@dataclass
+class PdConfig:
+    """Prefill/decode disaggregation (``sim.engine.handoffs``): when and how a request's KV
+    leaves the prefill instance that produced its first token for a decode instance.
+
+    ``pairing``: ``immediate`` hands it off at its first token, to the decode instance the
+    dispatch rule picks (DistServe, Splitwise); ``llumnix`` waits for the next tick, which
+    pairs the most loaded prefill instances with the freest decode instances, one hand-off
+    per instance at a time (Llumnix's PD migration, AlibabaPAI/llumnix main 24220fb,
+    ``migration_scheduler.py`` lines 162-170, 231-235; ``Defrag``, ``migration_policy.py``
+    76-86). ``copy``: ``blocking`` holds the request after its first token and copies its
+    KV in one stage (Llumnix's code: ``blocking_migration``, ``request.py`` 141-143);
+    ``live`` lets it decode on the prefill instance while staged live migration copies it
+    (``migration.*`` sets the stages; the paper's description). A decode instance without
+    room refuses the copy (a hand-off aborted with ``destination_out_of_memory``); the
+    request stays where it is and is handed off at a later tick. ``adaptive``: Llumnix's
+    adaptive PD (``dispatch_scheduler.py`` 87-105): new requests go to the decode instance
+    with the lowest KV load when every prefill instance's KV (used + queued) is full, and a
+    request decodes on its prefill instance when no decode instance has 10 steps of
+    blocks left per request; such requests move to a decode instance once one has."""
+
+    pairing: Literal["immediate", "llumnix"] = "immediate"
+    copy: Literal["blocking", "live"] = "blocking"
+    adaptive: bool = False
 
 
 @dataclass
@@ -456,6 +486,9 @@ class SimulationConfig:
     # per-tier SLOs (left out of the resolved config when unset, so configs without one keep
     # their hash)
     slo: Optional[SloConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
+    # prefill/decode disaggregation, for pools with roles (left out when unset: other configs
+    # keep their hash)
+    pd: Optional[PdConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "seed": Range(0, 2**63 - 1),
@@ -477,6 +510,7 @@ class SimulationConfig:
                     f"pools[{index}].block_size: every pool must use the same block size",
                 )
         instances = sum(pool.instances for pool in self.instance_pools())
+        self._check_roles()
         self._check_scaling_bounds(instances)
         self._check_tier_lists()
         self._check_slo_tiers()
@@ -486,6 +520,20 @@ class SimulationConfig:
                 f"faults[{index}].instance: no instance {fault.instance} at start "
                 f"(instances 0..{instances - 1})",
             )
+
+    def _check_roles(self) -> None:
+        """A disaggregated cluster has somewhere to prefill and somewhere to decode, and
+        ``pd`` is read only by one."""
+        roles = {pool.role for pool in self.instance_pools()}
+        if roles == {"mixed"}:
+            require(self.pd is None, "pd: set, but no pool has a role (pools[*].role: prefill / decode)")
+            return
+        require("prefill" in roles, "pools[*].role: decode pools, but no prefill pool takes new requests")
+        require("decode" in roles, "pools[*].role: prefill pools, but no decode pool to hand requests to")
+        require(
+            not self.autoscale.enabled,
+            "autoscale.enabled: not with pool roles (scale-out would need a role for each new instance)",
+        )
 
     def _check_scaling_bounds(self, start: int) -> None:
         """Auto-scaling starts from the instances the cluster (or its pools) starts with, which

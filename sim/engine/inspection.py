@@ -121,4 +121,18 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in run.instances.values()),
         idle_stretches=watch.stretches if watch is not None else 0,
         stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,
+        instance_busy_seconds={i: runtime.busy_seconds for i, runtime in run.instances.items()},
+        decode_stall_seconds=sum(runtime.llumlet.batches.decode_stall for runtime in run.instances.values()),
+        pool_roles={name: pool.config.role for name, pool in run.pools.items()},
+        pool_block_bytes={
+            name: getattr(pool.transfer, "block_bytes", 0) for name, pool in run.pools.items() if pool.transfer is not None
+        },
+        role_swaps=(
+            {}
+            if run.handoffs is None
+            else {
+                "prefilled_on_decode": run.handoffs.prefilled_on_decode,
+                "decoded_on_prefill": run.handoffs.decoded_on_prefill,
+            }
+        ),
     )

@@ -29,6 +29,7 @@ class InstanceRuntime:
     stopped_at: Optional[float] = None
     wake: Optional[simpy.Event] = None
     loop: Optional["StepLoop"] = None
+    busy_seconds: float = 0.0  # iterations run (per-role utilisation)
 
 
 @dataclass
@@ -130,6 +131,7 @@ class StepLoop:
             self._report = self.reporter.report()
             self._drops_reported = batches.drops  # this report shows any drop of this step
         duration = batch.seconds
+        self.runtime.busy_seconds += duration
         if self._record:
             self.log.batch_log.append(
                 BatchRecord(batches.id, env.now, duration, batch.is_prefill, batch.size)

@@ -10,14 +10,14 @@ a drain, a removal — can pull an instance out from under a migration.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import simpy
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.llumlet import Llumlet
 from sim.instance.kv_transfer import TransferModel
-from sim.instance.migration import MigrationOutcome, MigrationRecord, MigrationSettings, migrate
+from sim.instance.migration import BALANCE, MigrationOutcome, MigrationRecord, MigrationSettings, migrate
 from sim.instance.request import Request
 
 
@@ -44,9 +44,21 @@ class MigrationLauncher:
         self.records: list[MigrationRecord] = []
         self._processes: list = []
 
-    def start(self, request: Request, source: Llumlet, destination: Llumlet) -> MigrationRecord:
-        """Start moving ``request`` (running on ``source``) to ``destination`` now."""
-        if request not in source.batches.running:
+    def start(
+        self,
+        request: Request,
+        source: Llumlet,
+        destination: Llumlet,
+        settings: MigrationSettings | None = None,
+        kind: str = BALANCE,
+        links: Sequence = (),
+    ) -> MigrationRecord:
+        """Start moving ``request`` (running on ``source``, or held there for its hand-off)
+        to ``destination`` now; ``settings``: this move's own (a hand-off's), else the run's;
+        ``links``: what each copy holds while it runs (``sim.instance.kv_transfer``)."""
+        batches = source.batches
+        held = request in batches.suspended and request.migration is None
+        if request not in batches.running and not held:
             raise ValueError(f"request {request.id} is not running on instance {source.id}")
         if destination is source or destination.status.draining or destination.status.failed:
             raise ValueError(f"instance {destination.id} cannot be a migration destination now")
@@ -55,19 +67,26 @@ class MigrationLauncher:
             request_id=request.id,
             source=source.id,
             destination=destination.id,
-            mode=self.settings.mode,
+            mode=(settings or self.settings).mode,
             start=self.env.now,
+            kind=kind,
         )
         self.records.append(record)
         ends = source.endpoint, destination.endpoint
         for end in ends:  # taken now: nothing later this instant can remove either
             end.in_flight += 1
         self.on_start(destination.id)
-        self._processes.append(self.env.process(self._run(*ends, request, record)))
+        self._processes.append(self.env.process(self._run(*ends, request, record, settings or self.settings, links)))
         return record
 
     def _run(
-        self, source: MigrationEndpoint, destination: MigrationEndpoint, request: Request, record: MigrationRecord
+        self,
+        source: MigrationEndpoint,
+        destination: MigrationEndpoint,
+        request: Request,
+        record: MigrationRecord,
+        settings: MigrationSettings,
+        links: Sequence,
     ):
         yield from migrate(
             self.env,
@@ -75,15 +94,16 @@ class MigrationLauncher:
             destination,
             request,
             record,
-            self.settings,
+            settings,
             self.transfer_from(source),
             self.wake,
             stage_fails=self.stage_fails,
             handshake_timeout=self.handshake_timeout,
+            links=links,
         )
         source.in_flight -= 1
         destination.in_flight -= 1
-        if record.outcome is MigrationOutcome.COMMITTED:
+        if record.outcome is MigrationOutcome.COMMITTED and record.kind == BALANCE:
             self.on_commit(source.id)
         # after an abort the pair waits for the next pairing round
 

@@ -26,9 +26,10 @@ from sim.cluster import DispatchInfo, FrontendFallback, GlobalScheduler
 from sim.cluster.scaling import scale_out_pool
 from sim.cluster.slo_predictor import InstanceModel
 from sim.config import PoolConfig, SimulationConfig
-from sim.config.schema import AdaptiveHeadroomConfig
+from sim.config.schema import AdaptiveHeadroomConfig, PdConfig
 from sim.engine import inspection
 from sim.engine.faults import FaultInjector
+from sim.engine.handoffs import Handoffs
 from sim.engine.idle_watch import IdleWatch
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
@@ -93,11 +94,13 @@ class Simulation:
         self.scheduler = scheduler or GlobalScheduler(
             config.scheduler, tiers, slo_targets=config.slo.targets(tiers) if config.slo else ()
         )
+        # prefill/decode disaggregation: pools with roles hand requests over (a KV transfer)
+        disaggregated = any(pool.role != "mixed" for pool in config.instance_pools())
         self.pools: dict[str, InstancePool] = build_pools(
             config,
             tiers,
             self.scheduler.priority.charges_headroom(),
-            self.scheduler.migrates,
+            self.scheduler.migrates or disaggregated,
             (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
             transfer,
         )
@@ -116,7 +119,7 @@ class Simulation:
         # per-step reports (the artifact's cadence) where something reads them
         self.step_reports = (
             self.scheduler.step_reports(self.live, config.scheduler.pairing_every, self._pairing_round)
-            if self.scheduler.wants_step_reports(config.autoscale.enabled)
+            if self.scheduler.wants_step_reports(config.autoscale.enabled or disaggregated)
             else None
         )
         self.steps = StepLog(record_batches, check_every_step, self.step_reports)
@@ -152,6 +155,19 @@ class Simulation:
             handshake_timeout=config.migration.prealloc_timeout,
             on_commit=self._after_commit,
             on_start=self._end_idle_stretch,
+        )
+        self.handoffs = (
+            Handoffs(
+                config.pd or PdConfig(),
+                self.migrations.settings,
+                self.migrations,
+                self.scheduler,
+                self.live,
+                self.block_size,
+                self._wake_endpoint,
+            )
+            if disaggregated
+            else None
         )
         self.scaler = (
             Scaler(
@@ -210,6 +226,8 @@ class Simulation:
         runtime = InstanceRuntime(llumlet=llumlet, pool=pool, started_at=started)
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
+        if self.handoffs is not None:
+            self.handoffs.added(llumlet, pool.config.role)
         runtime.loop = StepLoop(self.env, runtime, self.steps)
         self.scheduler.add_instance(
             instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits), pool.name
@@ -249,16 +267,22 @@ class Simulation:
     def dispatch(self, request: Request) -> None:
         """Send a request to an instance: the global scheduler's choice, or the frontends'
         fallback while the scheduler is down."""
-        instances = self.scheduler.instances
+        instances: Sequence[int] = self.scheduler.instances
         if not instances:
             self.end_request(request, ABORT_NO_INSTANCE)
             return
-        able = self._able_to_serve(request.seq_len, instances) if self._limits_differ else None
+        among = None  # the instances to choose from, when not all
+        if self.handoffs is not None:  # prefill and mixed instances take new requests
+            entry = self.handoffs.entry(list(instances))
+            if len(entry) < len(instances):
+                instances = among = entry
+        if self._limits_differ:
+            among = self._able_to_serve(request.seq_len, instances) or among
         if self.fallback_kind is None:
             demand = blocks_for(request.seq_len, self.block_size)
-            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len), able)
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len), among)
         else:
-            target = self.fallback.choose(able or instances, self.fallback_kind)
+            target = self.fallback.choose(among or instances, self.fallback_kind)
         runtime = self.instances[target]
         runtime.llumlet.enqueue(request)
         self._wake(runtime)
@@ -283,6 +307,8 @@ class Simulation:
             self.scheduler.resume({i: r.llumlet.reporter.report() for i, r in self.live.items()})
         if self.step_reports is not None:
             self.step_reports.paused = self.fallback_kind is not None  # reports reach nobody
+        if self.handoffs is not None:
+            self.handoffs.paused = self.fallback_kind is not None  # nobody picks a decode instance
 
     def is_alive(self, instance_id: int) -> bool:
         return instance_id in self.live
@@ -434,6 +460,8 @@ class Simulation:
             jobs.append(self._deliver_interval_reports)
             if self.scheduler.migrates:
                 jobs.append(self._pair_on_cadence)
+        if self.handoffs is not None:
+            jobs.append(self._hand_off_waiting)
         if self.scaler is not None:
             jobs.append(self._feed_scaler)
         jobs.append(self._remove_drained_instances)
@@ -453,6 +481,12 @@ class Simulation:
         their own, ``sim.cluster.step_reports``)."""
         if self.fallback_kind is None and self._report_rounds % self.config.scheduler.pairing_every == 0:
             self._pairing_round()
+
+    def _hand_off_waiting(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
+        """Requests prefilled on prefill instances go to decode instances (Llumnix's PD
+        migration runs at its polling interval; a refused hand-off is tried again here)."""
+        if self.fallback_kind is None:
+            self.handoffs.on_tick()
 
     def _feed_scaler(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
         """The scaling rule sees the latest known report of every live instance."""
@@ -493,8 +527,11 @@ class Simulation:
                 progress(now)
 
     def _pairing_round(self) -> None:
-        for source in self.scheduler.migration_pairs():
-            self._try_migration(source)
+        handoffs = self.handoffs
+        among = None if handoffs is None else handoffs.balancing(list(self.scheduler.instances))
+        for source in self.scheduler.migration_pairs(among):
+            if handoffs is None or not handoffs.is_prefill(source):  # its requests are handed off
+                self._try_migration(source)
 
     def _after_commit(self, source_id: int) -> None:
         if self.scheduler.continues_after_commit:

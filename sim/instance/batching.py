@@ -100,6 +100,15 @@ class BatchFormer:
         self.batch_started = 0.0
         self.preemptions = 0
         self.drops = 0  # requests aborted as exceeding the instance (the artifact's ignored)
+        # request-seconds running requests waited behind prefill iterations here (no mixed
+        # batches: a prefill step stalls every decode; what disaggregation removes)
+        self.decode_stall = 0.0
+        # prefill/decode disaggregation (set by the engine on a prefill instance): each request
+        # with tokens left after a prefill here is reported to ``prefilled_here`` and, with
+        # ``holds_prefilled``, held out of the batch with its blocks until it is handed off
+        # (Llumnix's PD: the request's expected steps are 1 on a prefill instance)
+        self.prefilled_here: Optional[Callable[[Request], None]] = None
+        self.holds_prefilled = False
 
     # ------------------------------------------------------------------ iterations
     def next_batch(self) -> Optional[Batch]:
@@ -169,8 +178,14 @@ class BatchFormer:
                     record.rebuilt(now, self.batch_started)
                 if request.generated >= request.output_tokens:
                     self._finish(request, now, joined=False)
+                    continue
+                if self.holds_prefilled:
+                    self.suspended[request] = None
+                    request.suspended()
                 else:
                     self._join_running(request)
+                if self.prefilled_here is not None:
+                    self.prefilled_here(request)
             return
         self.iteration += 1
         self.seq_sum += batch.num_decodes
@@ -215,6 +230,8 @@ class BatchFormer:
         batch = Batch(admitted, tokens)
         seconds = self.timer.batch_time([(q, q) for q in tokens], 0, 0) + self._per_output_token * outputs
         batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
+        if self.running:
+            self.decode_stall += batch.seconds * len(self.running)
         return batch
 
     def _grow_or_preempt(self, due: list[tuple[Request, int]], step: int) -> None:
@@ -314,7 +331,11 @@ class BatchFormer:
     # ------------------------------------------------------------------ migration boundary
     def suspend_at_boundary(self, request: Request, answer: Callable[[bool], None]) -> None:
         """Take a running request out of the batch at the next iteration boundary (now, if
-        no iteration runs); ``answer`` gets False if it is no longer running by then."""
+        no iteration runs); ``answer`` gets False if it is no longer running by then. A
+        request held out of the batch for its hand-off is out already."""
+        if request in self.suspended:
+            answer(True)
+            return
         if request not in self.running:
             answer(False)
             return

@@ -7,13 +7,16 @@ its time for that many blocks (``TransferModel.stage_time``: a fixed latency plu
 bandwidth, ``sim.hardware.transfer``), and both instances' iterations run slower while a
 copy is in flight (the co-located copy). At the end the transfer commits — the blocks it
 reserved become the request's table in the destination's ledger — or is cancelled, and the
-reservation freed. Live migration (``sim.instance.migration``) is one use: its stages are
+reservation freed. A transfer given ``links`` (a prefill-to-decode hand-off: each instance's
+link, a ``simpy.Resource`` of one) waits until it holds all of them before each copy, so
+concurrent copies through an instance take turns, first come first served; taken in a fixed
+order (instance id), two copies never wait for each other crosswise. Live migration (``sim.instance.migration``) is one use: its stages are
 copies and its handshake decides when to stop; a prefill-to-decode hand-off is another.
 """
 
 from __future__ import annotations
 
-from typing import Generator, Hashable, Protocol
+from typing import Generator, Hashable, Protocol, Sequence
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.request import Request
@@ -32,9 +35,16 @@ class KvTransfer:
     the destination under ``key`` (its ledger's reservation key)."""
 
     def __init__(
-        self, env, source: MigrationEndpoint, destination: MigrationEndpoint, key: Hashable, link: TransferModel
+        self,
+        env,
+        source: MigrationEndpoint,
+        destination: MigrationEndpoint,
+        key: Hashable,
+        link: TransferModel,
+        links: Sequence = (),
     ) -> None:
         self.env = env
+        self.links = links  # simpy resources each copy holds (none: copies never wait)
         self.source = source
         self.destination = destination
         self.key = key
@@ -51,12 +61,19 @@ class KvTransfer:
 
     def copy(self, blocks: int) -> Generator:
         """Move ``blocks`` reserved blocks over the link (a simpy process step): both ends
-        run their iterations co-located slower meanwhile."""
+        run their iterations co-located slower meanwhile (after the wait for ``links``)."""
+        claims = []
+        for link in self.links:
+            claim = link.request()
+            yield claim
+            claims.append((link, claim))
         self.source.stage_started()
         self.destination.stage_started()
         yield self.env.timeout(self.link.stage_time(blocks))
         self.source.stage_ended()
         self.destination.stage_ended()
+        for link, claim in claims:
+            link.release(claim)
 
     def accept(self, blocks: int) -> None:
         """The copy of ``blocks`` arrived intact."""

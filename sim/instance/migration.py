@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Generator, Optional
+from typing import Callable, Generator, Optional, Sequence
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.kv_transfer import KvTransfer, TransferModel
@@ -45,6 +45,11 @@ ABORT_SOURCE_FAILED = "source_failed"
 ABORT_DESTINATION_FAILED = "destination_failed"
 ABORT_TRANSFER_FAILED = "transfer_failed"
 ABORT_DESTINATION_DRAINING = "destination_draining"
+
+# what a migration is for: the scheduler's load balancing, or prefill/decode disaggregation's
+# hand-off of a prefilled request to a decode instance (sim.engine.handoffs)
+BALANCE = "balance"
+HANDOFF = "handoff"
 
 
 class MigrationMode(StrEnum):
@@ -94,6 +99,7 @@ class MigrationRecord:
     abort_reason: str = ""
     suspended_at: float = math.nan
     committed_at: float = math.nan
+    kind: str = BALANCE  # BALANCE or HANDOFF
 
     @property
     def reservation_key(self) -> tuple[str, int]:
@@ -116,6 +122,9 @@ class MigrationSettings:
     mode: MigrationMode = MigrationMode.LIVE
     last_stage_blocks: int = 16
     max_stages: int = 3
+    # after an abort a suspended request rejoins the source's batch; a hand-off's request
+    # stays held there instead, for the next try (Llumnix's PD: add_running_request)
+    resume_on_abort: bool = True
 
 
 def migrate(
@@ -129,15 +138,17 @@ def migrate(
     wake: Callable[[MigrationEndpoint], None],
     stage_fails: Callable[[], bool] = lambda: False,
     handshake_timeout: float = 10.0,
+    links: Sequence = (),
 ) -> Generator:
     """The migration process (simpy generator); ends with ``record.outcome`` set.
 
     ``stage_fails`` injects transfer failures (checked after each copy); a failed instance
     is noticed after every wait. When the source dies, the destination only learns it when
-    the handshake times out, and frees its orphaned reservation then.
+    the handshake times out, and frees its orphaned reservation then. ``links``: what each
+    copy holds while it runs (``KvTransfer``).
     """
-    copies = KvTransfer(env, source, destination, record.reservation_key, transfer)
-    handshake = _Handshake(env, source, destination, request, record, wake, copies)
+    copies = KvTransfer(env, source, destination, record.reservation_key, transfer, links)
+    handshake = _Handshake(env, source, destination, request, record, wake, copies, settings.resume_on_abort)
     plan = STAGE_PLANS[settings.mode]
     while True:
         reason = handshake.trouble()
@@ -179,6 +190,7 @@ class _Handshake:
         record: MigrationRecord,
         wake: Callable[[MigrationEndpoint], None],
         copies: KvTransfer,
+        resume_on_abort: bool = True,
     ) -> None:
         self.env = env
         self.source = source
@@ -187,6 +199,7 @@ class _Handshake:
         self.record = record
         self.wake = wake
         self.copies = copies
+        self.resume_on_abort = resume_on_abort
         self.preemptions_at_start = request.preemptions
         self.suspended = False
         request.moving(record)
@@ -265,7 +278,7 @@ class _Handshake:
         request.settled(record)
         if source.status.failed:
             return
-        if self.suspended and request.state is RequestState.SUSPENDED:
+        if self.suspended and request.state is RequestState.SUSPENDED and self.resume_on_abort:
             source.resume(request)  # the request carries on at the source
         # the source may have emptied meanwhile (the request finished there): woken, an idle
         # source reports itself no longer migrating (INV-4 idle-view)

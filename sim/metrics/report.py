@@ -38,7 +38,7 @@ def _write_files(result: SimulationResult, out_dir: Path, plots: bool) -> dict[s
     instances = instance_table(result)
     cluster = cluster_table(result)
     migrations = migration_table(result)
-    summary = summarize(result, requests, cluster, migrations)
+    summary = summarize(result, requests, cluster, migrations, instances)
     requests.to_csv(out_dir / "requests.csv", index=False)
     instances.to_csv(out_dir / "instances.csv", index=False)
     cluster.to_csv(out_dir / "cluster.csv", index=False)
@@ -158,7 +158,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         )
     migration = summary["migration"]
     if migration["total"]:
-        aborts = ", ".join(f"{reason} {n}" for reason, n in migration["abort_reasons"].items())
+        aborts = _counts(migration["abort_reasons"])
         downtime, churn = migration["downtime"], migration["churn"]
         lines.append(
             f"migrations: {migration['committed']} committed, {migration['aborted']} aborted"
@@ -168,6 +168,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{churn['reversals']} reversals; instances migrating "
             f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
         )
+    lines += _pd_lines(summary.get("pd"))  # runs stored before it was recorded have none
     scaling = summary["scaling"]
     if scaling["enabled"]:
         actions = scaling["actions"]
@@ -197,3 +198,37 @@ def format_summary(summary: dict[str, Any]) -> str:
             "those not yet arrived are counted as never arrived)"
         )
     return "\n".join(lines)
+
+
+def _pd_lines(pd_section: dict | None) -> list[str]:
+    """Prefill/decode disaggregation: hand-offs, then each role's instances."""
+    if not pd_section:
+        return []
+    handoffs = pd_section["handoffs"]
+    others = {k: n for k, n in handoffs["abort_reasons"].items() if k != "destination_out_of_memory"}
+    lines = [
+        f"hand-offs: {handoffs['committed']} committed, {handoffs['refused']} refused by a full decode "
+        f"instance" + (f", {sum(others.values())} aborted otherwise ({_counts(others)})" if others else "")
+        + f"; copy mean {_fmt(handoffs['seconds']['mean'])} p99 {_fmt(handoffs['seconds']['p99'])}; "
+        f"first token to decode instance mean {_fmt(handoffs['first_token_to_commit']['mean'])} "
+        f"p99 {_fmt(handoffs['first_token_to_commit']['p99'])}; {handoffs['gigabytes']:.1f} GB; "
+        f"{handoffs['mean_in_flight']:.2f} in flight on average "
+        f"({handoffs['link_utilisation'] * 100:.1f}% of each prefill instance's link)"
+    ]
+    roles = "; ".join(
+        f"{role} {row['instances']} instances, GPU busy {row['busy_fraction'] * 100:.0f}%, "
+        f"KV in use {row['kv_in_use'] * 100:.0f}%"
+        for role, row in pd_section["roles"].items()
+    )
+    lines.append(f"roles: {roles}")
+    swaps = pd_section["role_swaps"]
+    if any(swaps.values()):
+        lines.append(
+            f"adaptive PD: {swaps['prefilled_on_decode']} requests served by a decode instance "
+            f"(every prefill instance busy), {swaps['decoded_on_prefill']} decoded on their prefill instance"
+        )
+    return lines
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in counts.items())

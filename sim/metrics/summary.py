@@ -13,10 +13,13 @@ import pandas as pd
 from sim import native
 from sim.config import config_hash, to_dict
 from sim.engine.result import SimulationResult
+from sim.instance.migration import HANDOFF
 from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
+from sim.metrics.distribution import describe
 from sim.metrics.faults import fault_summary
-from sim.metrics.tables import migration_table
+from sim.metrics.pd import pd_summary
+from sim.metrics.tables import instance_table, migration_table
 
 LATENCY_METRICS = (
     "prefill_latency",
@@ -25,20 +28,6 @@ LATENCY_METRICS = (
     "queueing_delay",
     "preemption_loss",
 )
-PERCENTILES = (50, 90, 99)
-
-
-def describe(values: pd.Series) -> dict[str, float]:
-    """mean, p50, p90, p99 of the non-missing values (NaN when there are none)."""
-    data = values.dropna().to_numpy(dtype=float)
-    if data.size == 0:
-        return {"mean": math.nan, **{f"p{p}": math.nan for p in PERCENTILES}, "count": 0}
-    stats = {"mean": float(data.mean())}
-    stats.update({f"p{p}": float(v) for p, v in zip(PERCENTILES, np.percentile(data, PERCENTILES))})
-    stats["count"] = int(data.size)
-    return stats
-
-
 def latency_summary(requests: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Stats of each latency metric over finished requests."""
     finished = requests[requests["status"] == "finished"]
@@ -142,10 +131,18 @@ def summarize(
     requests: pd.DataFrame,
     cluster: pd.DataFrame,
     migrations: pd.DataFrame | None = None,
+    instances: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Everything a researcher reads first; written as ``summary.json``."""
+    """Everything a researcher reads first; written as ``summary.json``. ``migration`` is
+    the scheduler's balance migrations; prefill-to-decode hand-offs are under ``pd``."""
     if migrations is None:
         migrations = migration_table(result)
+    handoffs = migrations["kind"] == HANDOFF
+    pd_section = None
+    if handoffs.any() or set(result.pool_roles.values()) - {"mixed"}:
+        pd_section = pd_summary(
+            result, requests, migrations, instance_table(result) if instances is None else instances
+        )
     finished = requests[requests["status"] == "finished"]
     aborted = requests[requests["status"] == "aborted"]
     start = float(requests["arrival"].min()) if len(requests) else 0.0
@@ -175,7 +172,8 @@ def summarize(
             "migrated": int((requests["migrations"] > 0).sum()),
             "migrations": int(requests["migrations"].sum()),
         },
-        "migration": migration_summary(result, migrations),
+        "migration": migration_summary(result, migrations[~handoffs]),
+        "pd": pd_section,
         "latency": latency_summary(requests),
         "latency_by_tier": {
             str(tier): latency_summary(requests[requests["tier"] == tier]) for tier in tiers
@@ -192,6 +190,12 @@ def summarize(
         "faults": fault_summary(requests, result.config.faults, result.end_time, result.leaked_blocks)
         if result.config.faults
         else None,
+        # the part of decoding spent waiting behind prefill iterations (every prefill step
+        # stalls its instance's running requests: vLLM 0.1.2 batches no prefill with decodes)
+        "decode_stall": {
+            "request_seconds": result.decode_stall_seconds,
+            "per_output_token": result.decode_stall_seconds / max(float(finished["output_tokens"].sum()), 1.0),
+        },
         "fragmentation": {
             "mean_fraction": float(cluster["fragmented_fraction"].mean()) if len(cluster) else 0.0,
         },

@@ -79,6 +79,7 @@ class MigrationRow(NamedTuple):
     abort_reason: str
     suspended_at: float
     committed_at: float
+    kind: str  # balance (the scheduler's pairing) or handoff (prefill to decode)
 
 
 def _nan(value: Optional[float]) -> float:

@@ -2,7 +2,8 @@
 
 One process per instance; its first thread holds the batches as slices, the next one(s)
 its migrations. A migration is a slice on the source ("migrate out") and on the
-destination ("migrate in"), joined by a flow arrow: a flow start (``ph: s``) binds to the
+destination ("migrate in"; a committed prefill-to-decode hand-off: "hand-off out"/"in"),
+joined by a flow arrow: a flow start (``ph: s``) binds to the
 slice enclosing it on its thread, and a flow end with ``bp: e`` binds to the slice
 enclosing it too (without ``bp`` it would bind to the *next* slice to begin). Both points
 therefore lie strictly inside their slices; flow ids are the migration ids, so unique.
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sim.engine.result import SimulationResult
-from sim.instance.migration import MigrationRecord
+from sim.instance.migration import HANDOFF, MigrationRecord
 
 BATCH_THREAD = 1
 MIGRATION_THREAD = 2  # and up, when migrations on one instance overlap (tests can do that)
@@ -126,7 +127,10 @@ def _migration_events(
 ) -> Iterator[str]:
     ts, dur = _span(record, end_time)
     prefix, colour = OUTCOME_STYLE[record.outcome]
+    if record.kind == HANDOFF and record.outcome == "committed":
+        prefix = "hand-off"  # prefill to decode instance
     args = {
+        "kind": record.kind,
         "migration": record.id,
         "request": record.request_id,
         "source": record.source,
