@@ -100,6 +100,7 @@ class Handoffs:
         self._in_flight: list[MigrationRecord] = []
         self.links: dict[int, simpy.Resource] = {}  # each instance's link, made at its first hand-off
         self.paused = False  # the global scheduler is down: nobody chooses a decode instance
+        self._room = 0  # the largest empty decode instance's room (blocks), found per tick
         # adaptive PD: requests served in the other role's place
         self.prefilled_on_decode = 0
         self.decoded_on_prefill = 0
@@ -139,6 +140,7 @@ class Handoffs:
         after a preemption) and it has tokens left: it waits for its hand-off."""
         self.waiting[request] = None
         if self.settings.pairing == "immediate" and not self.paused:
+            self._room = self._decode_room()
             self._hand_off(request, self._chosen_destination(request))
 
     def on_tick(self) -> None:
@@ -149,6 +151,7 @@ class Handoffs:
         self._in_flight = [r for r in self._in_flight if r.outcome is MigrationOutcome.IN_FLIGHT]
         waiting = [r for r in self.waiting if self._still_waits(r)]
         self.waiting = dict.fromkeys(waiting)
+        self._room = self._decode_room()
         movable = []
         for request in waiting:
             if request.migration is not None:
@@ -198,8 +201,16 @@ class Handoffs:
             self._hand_off(by_source[source], destination)
 
     def _chosen_destination(self, request: Request) -> Optional[int]:
-        """The decode instance the run's dispatch rule picks for the request's blocks."""
-        decode = self._decode_instances()
+        """The decode instance the run's dispatch rule picks for the request's blocks, among
+        those whose last report shows room for them (none: the request waits, as a decode
+        instance of DistServe pulls a KV cache only when it has room)."""
+        reports = self.scheduler.view.reports
+        held = self.live[request.instance].llumlet.ledger.held(request)
+        decode = [
+            i
+            for i in self._decode_instances()
+            if i not in reports or reports[i].free_blocks - reports[i].watermark_blocks >= held
+        ]
         if not decode:
             return None
         demand = blocks_for(request.seq_len, self.block_size)
@@ -235,15 +246,22 @@ class Handoffs:
         )
         self._in_flight.append(record)
 
-    def _fits_a_decode_instance(self, request: Request) -> bool:
-        """Some live decode instance could take the request's blocks when empty (above its
-        watermark)."""
-        blocks = self.live[request.instance].llumlet.ledger.held(request)
-        return any(
-            blocks <= runtime.llumlet.limits.capacity_blocks - runtime.llumlet.limits.watermark_blocks
-            for i, runtime in self.live.items()
-            if self.roles[i] == "decode"
+    def _decode_room(self) -> int:
+        """The most blocks a live decode instance could take when empty (above its
+        watermark); 0 with none left."""
+        return max(
+            (
+                runtime.llumlet.limits.capacity_blocks - runtime.llumlet.limits.watermark_blocks
+                for i, runtime in self.live.items()
+                if self.roles[i] == "decode"
+            ),
+            default=0,
         )
+
+    def _fits_a_decode_instance(self, request: Request) -> bool:
+        """Some live decode instance could take the request's blocks when empty (``_room``:
+        found once per tick or prefill, not per request)."""
+        return self.live[request.instance].llumlet.ledger.held(request) <= self._room
 
     def _link(self, instance_id: int) -> simpy.Resource:
         """The instance's link for hand-offs: one copy at a time through it (Llumnix asserts
