@@ -45,8 +45,9 @@ class Simulation(Protocol):
 
 
 def progress(run: "Simulation") -> tuple[int, int, int, int]:
-    """Changes whenever a request moves on: arrives, is batched, migrates or ends."""
-    return run._done_count, len(run.requests), run.steps.batches, len(run.migrations.records)
+    """Changes whenever a request moves on: arrives, is batched, migrates or ends (a
+    migration that aborts moves nothing: endless refused or failed copies are a stall)."""
+    return run._done_count, len(run.requests), run.steps.batches, run.migrations.committed
 
 
 def ended(run: "Simulation") -> int:

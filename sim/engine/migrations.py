@@ -42,6 +42,7 @@ class MigrationLauncher:
         self.on_commit = on_commit  # called with the source id: it may go on migrating
         self.on_start = on_start  # called with the destination id: it expects a request now
         self.records: list[MigrationRecord] = []
+        self.committed = 0  # migrations that moved their request (the watchdog's progress)
         self._processes: list = []
 
     def start(
@@ -103,8 +104,10 @@ class MigrationLauncher:
         )
         source.in_flight -= 1
         destination.in_flight -= 1
-        if record.outcome is MigrationOutcome.COMMITTED and record.kind == BALANCE:
-            self.on_commit(source.id)
+        if record.outcome is MigrationOutcome.COMMITTED:
+            self.committed += 1
+            if record.kind == BALANCE:
+                self.on_commit(source.id)
         # after an abort the pair waits for the next pairing round
 
     def in_flight_processes(self) -> list:

@@ -123,7 +123,9 @@ class MigrationSettings:
     last_stage_blocks: int = 16
     max_stages: int = 3
     # after an abort a suspended request rejoins the source's batch; a hand-off's request
-    # stays held there instead, for the next try (Llumnix's PD: add_running_request)
+    # refused by a full destination stays held there instead, for the next try (Llumnix's
+    # PD: add_running_request); any other abort (a failed copy or destination) lets it decode
+    # on, so that a link that keeps failing cannot hold it forever
     resume_on_abort: bool = True
 
 
@@ -278,7 +280,8 @@ class _Handshake:
         request.settled(record)
         if source.status.failed:
             return
-        if self.suspended and request.state is RequestState.SUSPENDED and self.resume_on_abort:
+        held = not self.resume_on_abort and reason == ABORT_DESTINATION_FULL  # waits for room
+        if self.suspended and request.state is RequestState.SUSPENDED and not held:
             source.resume(request)  # the request carries on at the source
         # the source may have emptied meanwhile (the request finished there): woken, an idle
         # source reports itself no longer migrating (INV-4 idle-view)
