@@ -77,6 +77,13 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
         Runs("llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 1 --set workload.num_requests=300 --out {tmp}"),
     "llumsim calibrate --device a100_80gb": Runs("llumsim calibrate --device a100_80gb"),
     "llumsim run experiments/configs/mixed_a10_a100.yaml": Runs(f"llumsim run experiments/configs/mixed_a10_a100.yaml {SMOKE_RUN}"),
+    "llumsim run experiments/configs/pd.yaml": Runs(f"llumsim run experiments/configs/pd.yaml {SMOKE_RUN}"),
+    "llumsim capacity --grid experiments/grids/pd.yaml --jobs 2 --out results/pd_ratio":
+        Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
+    "llumsim sweep experiments/grids/pd_interference.yaml --jobs 2 --out results/pd_interference":
+        Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
+    "python -m sim.studies.pd results/pd_ratio results/pd_interference --readme README.md":
+        Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
     "python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet --jobs 2 --readme README.md":
         Elsewhere("tests/test_fleet.py::test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_table"),
     "llumsim paper --smoke": Runs(PAPER),

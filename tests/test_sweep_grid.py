@@ -37,6 +37,8 @@ def grid(**spec):
         ("slo_floor_smoke", 2 * 2, 1),
         ("stress", 2 * 2 * 2, 3),
         ("stress_smoke", 2 * 1 * 2, 2),
+        ("pd_interference", 6 * 5, 3),  # (request shape, rate) pairs x layouts
+        ("pd_interference_smoke", 2 * 2, 1),
     ],
 )
 def test_shipped_grids_expand_to_their_counts_and_pass_the_engine_checks(name, cells, seeds):
