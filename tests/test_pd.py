@@ -137,7 +137,7 @@ def test_adaptive_pd_serves_on_a_decode_instance_when_every_prefill_instance_is_
     table = request_table(result).set_index("id")
     assert table["instances"].tolist() == ["0>1", "1"]
     assert table.loc[1, "first_token"] == pytest.approx(0.105 + PREFILL)
-    assert result.role_swaps == {"prefilled_on_decode": 1, "decoded_on_prefill": 0}
+    assert (result.role_swaps["prefilled_on_decode"], result.role_swaps["decoded_on_prefill"]) == (1, 0)
     # without adaptive PD the same request waits for the prefill instance
     config = pd_config()
     config.pools[0].kv_capacity_blocks = 8
@@ -157,6 +157,24 @@ def test_adaptive_pd_decodes_on_the_prefill_instance_while_every_decode_instance
     assert table.loc[1, "instances"] == "0>1"
     handoff = [r for r in result.migrations if r.request_id == 1 and r.outcome.value == "committed"]
     assert handoff[0].start >= table.loc[0, "finish"]
+
+
+def test_adaptive_pd_packs_decoding_prefill_instances_and_eases_a_busy_decode_instance():
+    # one decode instance of 17 blocks, kept busy by request 0 (9 blocks: 8 free, under 10
+    # remaining steps); requests 1 and 2 decode on prefill instances 0 and 1 meanwhile
+    config = pd_config(prefill=2, decode=1, adaptive=True, pairing="llumnix")
+    config.pools[1].kv_capacity_blocks = 17
+    _, result = run(config, [0.0, 0.3, 0.3], [128, 64, 64], [200, 150, 150], targets=[0, 0, 1], capacity_blocks=100)
+    assert (request_table(result)["status"] == "finished").all()
+    moves = [r for r in result.migrations if r.kind == "adaptive"]
+    packed = [r for r in moves if r.destination != 2 and r.source != 2]
+    eased = [r for r in moves if r.source == 2]
+    # packing goes from the lower prefill instance's id to the higher; easing from the decode
+    # instance to a prefill instance running nothing
+    assert packed and all(r.source < r.destination for r in packed)
+    assert eased and all(r.destination in (0, 1) for r in eased)
+    assert result.role_swaps["aggregated_on_prefill"] == len(packed)
+    assert result.role_swaps["eased_to_prefill"] == len(eased)
 
 
 @pytest.mark.parametrize(

@@ -307,7 +307,10 @@ class PdConfig:
     adaptive PD (``dispatch_scheduler.py`` 87-105): new requests go to the decode instance
     with the lowest KV load when every prefill instance's KV (used + queued) is full, and a
     request decodes on its prefill instance when no decode instance has 10 steps of
-    blocks left per request; such requests move to a decode instance once one has."""
+    blocks left per request; such requests move to a decode instance once one has; and each
+    tick packs decoding onto fewer prefill instances while no decode instance has steps to
+    spare, and moves a request from a busy decode instance to a prefill instance running
+    nothing (``migration_scheduler.py`` 250-271)."""
 
     pairing: Literal["immediate", "llumnix"] = "immediate"
     copy: Literal["blocking", "live"] = "blocking"

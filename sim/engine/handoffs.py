@@ -36,7 +36,9 @@ The three ways to run it (``pd`` in the config, ``sim.config.schema.PdConfig``):
   request goes to a decode instance that is not, and is served there end to end. When no
   decode instance has ``BUSY_REMAINING_STEPS`` per request left, a prefilled request
   decodes on its prefill instance. Such a request is handed off at the first tick at which
-  a decode instance is no longer busy.
+  a decode instance is no longer busy. Meanwhile decoding is packed onto fewer prefill
+  instances, and a busy decode instance sheds requests to prefill instances running nothing
+  (``_adaptive_moves``). Llumnix's code re-roles no instance: these moves are its adaptivity.
 """
 
 from __future__ import annotations
@@ -55,13 +57,18 @@ from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.limits import blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport, artifact_migration_load, block_load
-from sim.instance.migration import HANDOFF, MigrationMode, MigrationOutcome, MigrationRecord, MigrationSettings
+from sim.instance.migration import ADAPTIVE, HANDOFF, MigrationMode, MigrationOutcome, MigrationRecord, MigrationSettings
 from sim.instance.request import Request, RequestState
 
-# Llumnix's busy thresholds (llumnix/constants.py lines 107-108 at 24220fb): a prefill
-# instance is busy at a KV load of 1.0, a decode instance below 10 remaining steps
+# Llumnix's busy thresholds (llumnix/constants.py lines 107-109 at 24220fb): a prefill
+# instance is busy at a KV load of 1.0, a decode instance below 10 remaining steps, and a
+# prefill instance decoding more than 128 requests is compute-bound
 BUSY_KV_LOAD = 1.0
 BUSY_REMAINING_STEPS = 10.0
+DECODE_COMPUTE_BOUND_BATCH = 128
+
+# what adaptive PD did in the other role's place (the summary's pd.role_swaps)
+SWAPS = ("prefilled_on_decode", "decoded_on_prefill", "aggregated_on_prefill", "eased_to_prefill")
 
 
 def remaining_steps(report: LoadReport) -> float:
@@ -83,6 +90,7 @@ class Handoffs:
         live: Mapping[int, InstanceRuntime],
         block_size: int,
         wake: Callable[[MigrationEndpoint], None],
+        candidate: Callable[[Llumlet], Optional[Request]],
     ) -> None:
         self.settings = settings
         # blocking: an aborted hand-off leaves its request held; live: decoding, as before
@@ -95,15 +103,15 @@ class Handoffs:
         self.live = live
         self.block_size = block_size
         self.wake = wake  # an idle instance's step loop, when a request it holds may decode now
+        self.candidate = candidate  # the running request a move takes (the run's candidate rule)
         self.roles: dict[int, str] = {}
         self.waiting: dict[Request, None] = {}  # prefilled on a prefill instance, not handed off
         self._in_flight: list[MigrationRecord] = []
         self.links: dict[int, simpy.Resource] = {}  # each instance's link, made at its first hand-off
         self.paused = False  # the global scheduler is down: nobody chooses a decode instance
         self._room = 0  # the largest empty decode instance's room (blocks), found per tick
-        # adaptive PD: requests served in the other role's place
-        self.prefilled_on_decode = 0
-        self.decoded_on_prefill = 0
+        self.swaps = dict.fromkeys(SWAPS, 0)  # adaptive PD: work done in the other role's place
+        self._eased: list[tuple[MigrationRecord, Request]] = []  # decode work moving to a prefill instance
 
     # ------------------------------------------------------------------ roles
     def added(self, llumlet: Llumlet, role: str) -> None:
@@ -123,7 +131,7 @@ class Handoffs:
         if self.settings.adaptive and all(self._busy_prefill(i) for i in takers):
             relief = [i for i in instances if self.roles[i] == "decode" and not self._busy_prefill(i)]
             if relief:
-                self.prefilled_on_decode += 1
+                self.swaps["prefilled_on_decode"] += 1
                 return relief
         return takers
 
@@ -145,10 +153,12 @@ class Handoffs:
 
     def on_tick(self) -> None:
         """Hand off what waits: each waiting request again (``immediate``), or one per pair
-        of the tick's pairing (``llumnix``)."""
+        of the tick's pairing (``llumnix``); with adaptive PD, its moves first."""
+        self._in_flight = [r for r in self._in_flight if r.outcome is MigrationOutcome.IN_FLIGHT]
+        if self.settings.adaptive:
+            self._adaptive_moves()
         if not self.waiting:
             return
-        self._in_flight = [r for r in self._in_flight if r.outcome is MigrationOutcome.IN_FLIGHT]
         waiting = [r for r in self.waiting if self._still_waits(r)]
         self.waiting = dict.fromkeys(waiting)
         self._room = self._decode_room()
@@ -165,6 +175,49 @@ class Handoffs:
                 self._hand_off(request, self._chosen_destination(request))
             return
         self._pair_llumnix(movable)
+
+    def _adaptive_moves(self) -> None:
+        """Llumnix's adaptive PD migrations (``migration_scheduler.py`` 250-271 at 24220fb;
+        requests decoding on prefill instances go to a decode instance that is not busy as
+        hand-offs, above). With no decode instance that has room to spare, decoding on
+        prefill instances is packed onto fewer of them (``AGGREGATE_DYNAMIC_P``: by id, the
+        lowest half to the highest); and each busy decode instance sheds a request to a
+        prefill instance running nothing (``EASE_D_WITH_P_BUBBLE``). One move per instance."""
+        for record, request in self._eased:  # decoding on a prefill instance now: handed back later
+            if record.outcome is MigrationOutcome.COMMITTED and not request.done:
+                self.waiting[request] = None
+        self._eased = [(record, request) for record, request in self._eased if record.outcome is MigrationOutcome.IN_FLIGHT]
+        reports = self.scheduler.view.reports
+        busy = {end for record in self._in_flight for end in (record.source, record.destination)}
+        free = [i for i in self.scheduler.instances if i not in busy]
+        decode = [i for i in free if self.roles[i] == "decode"]
+        prefill = [i for i in free if self.roles[i] == "prefill"]
+        if not any(self._steps(reports, i) >= BUSY_REMAINING_STEPS for i in decode):
+            decoding = [i for i in prefill if 0 < self._running(reports, i) <= DECODE_COMPUTE_BOUND_BATCH]
+            for source, destination in list(zip(decoding, reversed(decoding)))[: len(decoding) // 2]:
+                self._move(source, destination, "aggregated_on_prefill")
+        strained = sorted(
+            (i for i in decode if self._steps(reports, i) < BUSY_REMAINING_STEPS),
+            key=lambda i: (self._steps(reports, i), i),
+        )
+        bubbles = [i for i in prefill if not self._running(reports, i)]
+        for source, destination in zip(strained, bubbles):
+            self._move(source, destination, "eased_to_prefill")
+
+    def _move(self, source: int, destination: int, swap: str) -> None:
+        """Move one running request (the run's candidate rule) from ``source`` to ``destination``."""
+        request = self.candidate(self.live[source].llumlet)
+        if request is None:
+            return
+        record = self.launcher.start(request, self.live[source].llumlet, self.live[destination].llumlet, kind=ADAPTIVE)
+        self._in_flight.append(record)
+        self.swaps[swap] += 1
+        if swap == "eased_to_prefill":
+            self._eased.append((record, request))
+
+    def _running(self, reports: Mapping[int, LoadReport], instance_id: int) -> int:
+        report = reports.get(instance_id)
+        return 0 if report is None else report.num_running
 
     def _still_waits(self, request: Request) -> bool:
         """On a live prefill instance, holding its KV, not ended."""
@@ -238,7 +291,7 @@ class Handoffs:
             if request in batches.suspended and request.migration is None and (self.settings.adaptive or not fits):
                 source.endpoint.resume(request)
                 self.wake(source.endpoint)
-                self.decoded_on_prefill += 1
+                self.swaps["decoded_on_prefill"] += 1
             return
         record = self.launcher.start(
             request, source, self.live[destination].llumlet, self.copy, kind=HANDOFF,

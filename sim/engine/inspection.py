@@ -128,12 +128,5 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         pool_block_bytes={
             name: getattr(pool.transfer, "block_bytes", 0) for name, pool in run.pools.items() if pool.transfer is not None
         },
-        role_swaps=(
-            {}
-            if run.handoffs is None
-            else {
-                "prefilled_on_decode": run.handoffs.prefilled_on_decode,
-                "decoded_on_prefill": run.handoffs.decoded_on_prefill,
-            }
-        ),
+        role_swaps={} if run.handoffs is None else dict(run.handoffs.swaps),
     )

@@ -165,6 +165,7 @@ class Simulation:
                 self.live,
                 self.block_size,
                 self._wake_endpoint,
+                lambda llumlet: self.choose_candidate(llumlet.batches, self.scheduler.priority.normal_tier),
             )
             if disaggregated
             else None

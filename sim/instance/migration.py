@@ -50,6 +50,7 @@ ABORT_DESTINATION_DRAINING = "destination_draining"
 # hand-off of a prefilled request to a decode instance (sim.engine.handoffs)
 BALANCE = "balance"
 HANDOFF = "handoff"
+ADAPTIVE = "adaptive"  # adaptive PD's moves of decoding work between roles (sim.engine.handoffs)
 
 
 class MigrationMode(StrEnum):
@@ -99,7 +100,7 @@ class MigrationRecord:
     abort_reason: str = ""
     suspended_at: float = math.nan
     committed_at: float = math.nan
-    kind: str = BALANCE  # BALANCE or HANDOFF
+    kind: str = BALANCE  # BALANCE, HANDOFF or ADAPTIVE
 
     @property
     def reservation_key(self) -> tuple[str, int]:

@@ -225,7 +225,9 @@ def _pd_lines(pd_section: dict | None) -> list[str]:
     if any(swaps.values()):
         lines.append(
             f"adaptive PD: {swaps['prefilled_on_decode']} requests served by a decode instance "
-            f"(every prefill instance busy), {swaps['decoded_on_prefill']} decoded on their prefill instance"
+            f"(every prefill instance busy), {swaps['decoded_on_prefill']} decoded on their prefill instance, "
+            f"{swaps.get('aggregated_on_prefill', 0)} moves packing decodes onto fewer prefill instances, "
+            f"{swaps.get('eased_to_prefill', 0)} from busy decode instances to idle prefill instances"
         )
     return lines
 

@@ -13,7 +13,7 @@ import pandas as pd
 from sim import native
 from sim.config import config_hash, to_dict
 from sim.engine.result import SimulationResult
-from sim.instance.migration import HANDOFF
+from sim.instance.migration import BALANCE
 from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
 from sim.metrics.distribution import describe
@@ -134,12 +134,13 @@ def summarize(
     instances: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Everything a researcher reads first; written as ``summary.json``. ``migration`` is
-    the scheduler's balance migrations; prefill-to-decode hand-offs are under ``pd``."""
+    the scheduler's balance migrations; prefill-to-decode hand-offs (and adaptive PD's
+    moves, counted in its role swaps) are under ``pd``."""
     if migrations is None:
         migrations = migration_table(result)
-    handoffs = migrations["kind"] == HANDOFF
+    balance = migrations["kind"] == BALANCE
     pd_section = None
-    if handoffs.any() or set(result.pool_roles.values()) - {"mixed"}:
+    if set(result.pool_roles.values()) - {"mixed"}:
         pd_section = pd_summary(
             result, requests, migrations, instance_table(result) if instances is None else instances
         )
@@ -172,7 +173,7 @@ def summarize(
             "migrated": int((requests["migrations"] > 0).sum()),
             "migrations": int(requests["migrations"].sum()),
         },
-        "migration": migration_summary(result, migrations[~handoffs]),
+        "migration": migration_summary(result, migrations[balance]),
         "pd": pd_section,
         "latency": latency_summary(requests),
         "latency_by_tier": {
