@@ -28,6 +28,7 @@ class LinearTimer:
         self.per_prefill_token = per_prefill_token
         self.per_decode = per_decode
         self.per_kv_token = per_kv_token
+        self.num_layers = 32  # LLaMA-7B's: a layer-wise hand-off's last share is 1/32
 
     def batch_time(
         self, prefills: Sequence[tuple[int, int]], num_decodes: int, decode_kv_tokens: int

@@ -119,6 +119,7 @@ def scenarios(draw):
             "pairing": st.sampled_from(["immediate", "llumnix"]),
             "copy": st.sampled_from(["blocking", "live"]),
             "adaptive": st.booleans(),
+            "layerwise": st.booleans(),  # taken only with immediate pairing and a blocking copy
         }))),
         "first_role": draw(st.sampled_from(["prefill", "decode"])),
     }
@@ -152,7 +153,8 @@ def build(s) -> Simulation:
     if s["pd"]:  # roles for the two pools; auto-scaling does not run with roles
         other = {"prefill": "decode", "decode": "prefill"}[s["first_role"]]
         instances["pools"][0]["role"], instances["pools"][1]["role"] = s["first_role"], other
-        instances["pd"] = s["pd"]
+        instances["pd"] = dict(s["pd"])
+        instances["pd"]["layerwise"] &= s["pd"]["pairing"] == "immediate" and s["pd"]["copy"] == "blocking"
         autoscale = {}
     config = make_config(
         **instances,

@@ -61,6 +61,19 @@ def test_one_request_gets_its_first_token_from_prefill_and_pays_the_copy_in_its_
     assert record.downtime == pytest.approx(COPY)
 
 
+def test_a_layerwise_hand_off_leaves_only_the_last_layers_share_of_the_copy_after_the_prefill():
+    timer = ConstantTimer(PREFILL, DECODE)
+    timer.num_layers = 32  # the replica model's (LLaMA-7B)
+    config = pd_config(layerwise=True)
+    simulation = Simulation(
+        config, timer, make_workload([0.0], [64], [3]), transfer=TRANSFER, check_every_step=True
+    )
+    row = request_table(simulation.run()).iloc[0]
+    # the 15 ms copy streamed during the 100 ms prefill: only its last layer's 1/32 is left
+    assert row["first_token"] == pytest.approx(PREFILL)
+    assert row["finish"] == pytest.approx(PREFILL + COPY / 32 + 2 * DECODE)
+
+
 def test_two_requests_take_turns_on_one_decode_instances_link_and_wait_for_its_iteration():
     # requests 0 and 1 to prefill instances 0 and 1, then both hand-offs to decode instance 2
     config = pd_config(prefill=2, decode=1)
@@ -184,6 +197,8 @@ def test_adaptive_pd_packs_decoding_prefill_instances_and_eases_a_busy_decode_in
         ([{"name": "d", "role": "decode"}], None, "no prefill pool"),
         ([{"name": "a"}], {"pairing": "immediate"}, "pd: set, but no pool has a role"),
         ([{"name": "p", "role": "prefill"}, {"name": "d", "role": "decode"}], {"copy": "stream"}, "pd.copy"),
+        ([{"name": "p", "role": "prefill"}, {"name": "d", "role": "decode"}], {"layerwise": True, "pairing": "llumnix"},
+         "pd.layerwise: .* needs pd.pairing: immediate"),
         ([{"name": "a", "role": "prefil"}], None, r"pools\[0\]\.role: 'prefil' is not one of"),
     ],
 )

@@ -315,6 +315,17 @@ class PdConfig:
     pairing: Literal["immediate", "llumnix"] = "immediate"
     copy: Literal["blocking", "live"] = "blocking"
     adaptive: bool = False
+    # the prefill instance sends each layer's KV as the layer is computed (Splitwise's
+    # layer-wise transfer, §4.3), so a hand-off at the first token has only the last layer's
+    # share left to copy, or what the prefill did not cover; needs immediate, blocking
+    layerwise: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
+
+    def __post_init__(self) -> None:
+        require(
+            not self.layerwise or (self.pairing == "immediate" and self.copy == "blocking"),
+            "pd.layerwise: streams the KV during the prefill to the decode instance chosen for it; "
+            "it needs pd.pairing: immediate and pd.copy: blocking",
+        )
 
 
 @dataclass

@@ -143,13 +143,18 @@ class Handoffs:
         return self.roles[instance_id] == "prefill"
 
     # ------------------------------------------------------------------ hand-offs
-    def prefilled(self, request: Request) -> None:
+    def prefilled(self, request: Request, prefill_seconds: float) -> None:
         """A prefill instance's prefill gave ``request`` its first token (or its recompute
-        after a preemption) and it has tokens left: it waits for its hand-off."""
+        after a preemption) after ``prefill_seconds``, and it has tokens left: it waits for its
+        hand-off (layer-wise: one at once, already under way for all but the last layer)."""
         self.waiting[request] = None
         if self.settings.pairing == "immediate" and not self.paused:
             self._room = self._decode_room()
-            self._hand_off(request, self._chosen_destination(request))
+            head_start = (0.0, 0.0)
+            if self.settings.layerwise:
+                layers = getattr(self.live[request.instance].pool.model, "num_layers", 1)
+                head_start = (prefill_seconds, 1.0 / layers)
+            self._hand_off(request, self._chosen_destination(request), head_start)
 
     def on_tick(self) -> None:
         """Hand off what waits: each waiting request again (``immediate``), or one per pair
@@ -277,7 +282,9 @@ class Handoffs:
             decode = [i for i in decode if self._steps(reports, i) >= BUSY_REMAINING_STEPS]
         return decode
 
-    def _hand_off(self, request: Request, destination: Optional[int]) -> None:
+    def _hand_off(
+        self, request: Request, destination: Optional[int], head_start: tuple[float, float] = (0.0, 0.0)
+    ) -> None:
         """Start the request's hand-off to ``destination``. With none, it decodes where it
         is meanwhile under adaptive PD, or when no decode instance is left at all (failed:
         Llumnix's requests would hang); otherwise it stays held. A request whose KV no decode
@@ -296,6 +303,7 @@ class Handoffs:
         record = self.launcher.start(
             request, source, self.live[destination].llumlet, self.copy, kind=HANDOFF,
             links=[self._link(i) for i in sorted((source.id, destination))],
+            head_start=head_start,
         )
         self._in_flight.append(record)
 

@@ -53,10 +53,12 @@ class MigrationLauncher:
         settings: MigrationSettings | None = None,
         kind: str = BALANCE,
         links: Sequence = (),
+        head_start: tuple[float, float] = (0.0, 0.0),
     ) -> MigrationRecord:
         """Start moving ``request`` (running on ``source``, or held there for its hand-off)
         to ``destination`` now; ``settings``: this move's own (a hand-off's), else the run's;
-        ``links``: what each copy holds while it runs (``sim.instance.kv_transfer``)."""
+        ``links``: what each copy holds while it runs, ``head_start``: a layer-wise copy's
+        (``sim.instance.kv_transfer``)."""
         batches = source.batches
         held = request in batches.suspended and request.migration is None
         if request not in batches.running and not held:
@@ -77,7 +79,7 @@ class MigrationLauncher:
         for end in ends:  # taken now: nothing later this instant can remove either
             end.in_flight += 1
         self.on_start(destination.id)
-        self._processes.append(self.env.process(self._run(*ends, request, record, settings or self.settings, links)))
+        self._processes.append(self.env.process(self._run(*ends, request, record, settings or self.settings, links, head_start)))
         return record
 
     def _run(
@@ -88,6 +90,7 @@ class MigrationLauncher:
         record: MigrationRecord,
         settings: MigrationSettings,
         links: Sequence,
+        head_start: tuple[float, float],
     ):
         yield from migrate(
             self.env,
@@ -101,6 +104,7 @@ class MigrationLauncher:
             stage_fails=self.stage_fails,
             handshake_timeout=self.handshake_timeout,
             links=links,
+            head_start=head_start,
         )
         source.in_flight -= 1
         destination.in_flight -= 1

@@ -141,6 +141,7 @@ class ReplicaModel:
         self.max_tokens = settings.MAX_TOKENS  # profiled: per iteration and per sequence
         self.max_batch_size = settings.MAX_DECODE_BATCH  # profiled decode batch sizes
         self._num_layers = replica.num_layers_per_pipeline_stage
+        self.num_layers = replica.model_config.num_layers  # the layers a KV cache spans
         self._batching_overhead = settings.decode_batching_overhead(
             settings.predictor_config(layout, cache_dir=""), replica.model_config
         )

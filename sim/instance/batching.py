@@ -107,7 +107,7 @@ class BatchFormer:
         # with tokens left after a prefill here is reported to ``prefilled_here`` and, with
         # ``holds_prefilled``, held out of the batch with its blocks until it is handed off
         # (Llumnix's PD: the request's expected steps are 1 on a prefill instance)
-        self.prefilled_here: Optional[Callable[[Request], None]] = None
+        self.prefilled_here: Optional[Callable[[Request, float], None]] = None  # and the prefill's seconds
         self.holds_prefilled = False
 
     # ------------------------------------------------------------------ iterations
@@ -185,7 +185,7 @@ class BatchFormer:
                 else:
                     self._join_running(request)
                 if self.prefilled_here is not None:
-                    self.prefilled_here(request)
+                    self.prefilled_here(request, now - self.batch_started)
             return
         self.iteration += 1
         self.seq_sum += batch.num_decodes

@@ -10,7 +10,9 @@ reserved become the request's table in the destination's ledger — or is cancel
 reservation freed. A transfer given ``links`` (a prefill-to-decode hand-off: each instance's
 link, a ``simpy.Resource`` of one) waits until it holds all of them before each copy, so
 concurrent copies through an instance take turns, first come first served; taken in a fixed
-order (instance id), two copies never wait for each other crosswise. Live migration (``sim.instance.migration``) is one use: its stages are
+order (instance id), two copies never wait for each other crosswise. A layer-wise hand-off's
+first copy starts with a head start — the seconds it ran during the prefill, all but the
+last layer's share — unless it had to wait for a link. Live migration (``sim.instance.migration``) is one use: its stages are
 copies and its handshake decides when to stop; a prefill-to-decode hand-off is another.
 """
 
@@ -42,9 +44,15 @@ class KvTransfer:
         key: Hashable,
         link: TransferModel,
         links: Sequence = (),
+        head_start: float = 0.0,
+        last_share: float = 0.0,
     ) -> None:
         self.env = env
         self.links = links  # simpy resources each copy holds (none: copies never wait)
+        # seconds of the first copy already done while the source computed (a layer-wise
+        # hand-off), and the share of it that cannot overlap (the last layer's)
+        self.head_start = head_start
+        self.last_share = last_share
         self.source = source
         self.destination = destination
         self.key = key
@@ -63,13 +71,19 @@ class KvTransfer:
         """Move ``blocks`` reserved blocks over the link (a simpy process step): both ends
         run their iterations co-located slower meanwhile (after the wait for ``links``)."""
         claims = []
+        waited = False  # for a link: nothing could stream ahead of the copy meanwhile
         for link in self.links:
             claim = link.request()
+            waited = waited or not claim.triggered
             yield claim
             claims.append((link, claim))
         self.source.stage_started()
         self.destination.stage_started()
-        yield self.env.timeout(self.link.stage_time(blocks))
+        seconds = self.link.stage_time(blocks)
+        if self.head_start and not waited:
+            seconds = max(seconds - self.head_start, seconds * self.last_share)
+        self.head_start = 0.0
+        yield self.env.timeout(seconds)
         self.source.stage_ended()
         self.destination.stage_ended()
         for link, claim in claims:

@@ -142,15 +142,17 @@ def migrate(
     stage_fails: Callable[[], bool] = lambda: False,
     handshake_timeout: float = 10.0,
     links: Sequence = (),
+    head_start: tuple[float, float] = (0.0, 0.0),
 ) -> Generator:
     """The migration process (simpy generator); ends with ``record.outcome`` set.
 
     ``stage_fails`` injects transfer failures (checked after each copy); a failed instance
     is noticed after every wait. When the source dies, the destination only learns it when
     the handshake times out, and frees its orphaned reservation then. ``links``: what each
-    copy holds while it runs (``KvTransfer``).
+    copy holds while it runs; ``head_start``: (seconds, last share) of a layer-wise copy
+    (``KvTransfer``).
     """
-    copies = KvTransfer(env, source, destination, record.reservation_key, transfer, links)
+    copies = KvTransfer(env, source, destination, record.reservation_key, transfer, links, *head_start)
     handshake = _Handshake(env, source, destination, request, record, wake, copies, settings.resume_on_abort)
     plan = STAGE_PLANS[settings.mode]
     while True:
