@@ -315,8 +315,9 @@ class PdConfig:
     pairing: Literal["immediate", "llumnix"] = "immediate"
     copy: Literal["blocking", "live"] = "blocking"
     adaptive: bool = False
-    # the prefill instance sends each layer's KV as the layer is computed (Splitwise's
-    # layer-wise transfer, §4.3), so a hand-off at the first token has only the last layer's
+    # the prefill instance sends each layer's KV as the layer is computed (Splitwise, ISCA'24,
+    # transfers the KV cache layer by layer during the prompt phase), so a hand-off at the
+    # first token has only the last layer's
     # share left to copy, or what the prefill did not cover; needs immediate, blocking
     layerwise: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
 
