@@ -317,8 +317,8 @@ class PdConfig:
     adaptive: bool = False
     # the prefill instance sends each layer's KV as the layer is computed (Splitwise, ISCA'24,
     # transfers the KV cache layer by layer during the prompt phase), so a hand-off at the
-    # first token has only the last layer's
-    # share left to copy, or what the prefill did not cover; needs immediate, blocking
+    # first token has only the last layer's share left to copy, or what the prefill did not
+    # cover; needs immediate, blocking
     layerwise: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
 
     def __post_init__(self) -> None:
