@@ -182,6 +182,8 @@ class BatchFormer:
                 if self.holds_prefilled:
                     self.suspended[request] = None
                     request.suspended()
+                    if record is not None and record.destination == self.id:
+                        request.settled(record)  # rebuilt here: its migration ends, not at a join
                 else:
                     self._join_running(request)
                 if self.prefilled_here is not None:
