@@ -221,6 +221,9 @@ def test_the_summary_counts_hand_offs_apart_from_balance_migrations_with_their_b
     assert handoffs["first_token_to_commit"]["mean"] == pytest.approx(1.5 * COPY)
     assert handoffs["seconds"]["mean"] == pytest.approx(1.5 * COPY)  # the wait for the link counts
     assert {role: row["instances"] for role, row in pd_section["roles"].items()} == {"decode": 1, "prefill": 2}
+    # each prefill instance's link carried its one copy (the second's wait for the decode
+    # instance's link is not carrying)
+    assert handoffs["link_utilisation"] == pytest.approx(COPY / result.end_time)
     # each prefill instance ran one prefill; the decode instance 4 steps (0.115-0.155)
     assert pd_section["roles"]["prefill"]["busy_fraction"] == pytest.approx(2 * PREFILL / (2 * result.end_time))
     assert pd_section["roles"]["decode"]["busy_fraction"] == pytest.approx(4 * DECODE / result.end_time)

@@ -47,13 +47,12 @@ import math
 from dataclasses import replace
 from typing import Callable, Mapping, Optional
 
-import simpy
-
 from sim.cluster import DispatchInfo, GlobalScheduler
 from sim.config.schema import PdConfig
 from sim.engine.instances import InstanceRuntime
 from sim.engine.migrations import MigrationLauncher
 from sim.instance.endpoint import MigrationEndpoint
+from sim.instance.kv_transfer import Link
 from sim.instance.limits import blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport, artifact_migration_load, block_load
@@ -107,7 +106,7 @@ class Handoffs:
         self.roles: dict[int, str] = {}
         self.waiting: dict[Request, None] = {}  # prefilled on a prefill instance, not handed off
         self._in_flight: list[MigrationRecord] = []
-        self.links: dict[int, simpy.Resource] = {}  # each instance's link, made at its first hand-off
+        self.links: dict[int, Link] = {}  # each instance's link, made at its first hand-off
         self.paused = False  # the global scheduler is down: nobody chooses a decode instance
         self._room = 0  # the largest empty decode instance's room (blocks), found per tick
         self.swaps = dict.fromkeys(SWAPS, 0)  # adaptive PD: work done in the other role's place
@@ -291,8 +290,8 @@ class Handoffs:
         instance could ever take decodes where it is."""
         source = self.live[request.instance].llumlet
         batches = source.batches
-        if request not in batches.running and request not in batches.suspended:
-            return  # joining the batch from the next step: a later tick hands it off
+        if request.migration is not None or (request not in batches.running and request not in batches.suspended):
+            return  # moving already, or joining the batch from the next step: a later tick hands it off
         fits = self._fits_a_decode_instance(request)
         if destination is None or not fits:
             if request in batches.suspended and request.migration is None and (self.settings.adaptive or not fits):
@@ -324,12 +323,12 @@ class Handoffs:
         found once per tick or prefill, not per request)."""
         return self.live[request.instance].llumlet.ledger.held(request) <= self._room
 
-    def _link(self, instance_id: int) -> simpy.Resource:
+    def _link(self, instance_id: int) -> Link:
         """The instance's link for hand-offs: one copy at a time through it (Llumnix asserts
         a migration concurrency of 1, ``arg_utils.py``; ``max_migration_concurrency``)."""
         link = self.links.get(instance_id)
         if link is None:
-            link = self.links[instance_id] = simpy.Resource(self.launcher.env, capacity=1)
+            link = self.links[instance_id] = Link(self.launcher.env)
         return link
 
     def _steps(self, reports: Mapping[int, LoadReport], instance_id: int) -> float:

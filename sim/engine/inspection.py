@@ -129,4 +129,5 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
             name: getattr(pool.transfer, "block_bytes", 0) for name, pool in run.pools.items() if pool.transfer is not None
         },
         role_swaps={} if run.handoffs is None else dict(run.handoffs.swaps),
+        link_busy_seconds={} if run.handoffs is None else {i: link.busy_seconds for i, link in run.handoffs.links.items()},
     )

@@ -75,4 +75,5 @@ class SimulationResult:
     # role's place (sim.engine.handoffs)
     pool_roles: dict[str, str] = field(default_factory=dict)
     pool_block_bytes: dict[str, int] = field(default_factory=dict)
+    link_busy_seconds: dict[int, float] = field(default_factory=dict)  # each instance's hand-off link
     role_swaps: dict[str, int] = field(default_factory=dict)

@@ -8,7 +8,7 @@ bandwidth, ``sim.hardware.transfer``), and both instances' iterations run slower
 copy is in flight (the co-located copy). At the end the transfer commits — the blocks it
 reserved become the request's table in the destination's ledger — or is cancelled, and the
 reservation freed. A transfer given ``links`` (a prefill-to-decode hand-off: each instance's
-link, a ``simpy.Resource`` of one) waits until it holds all of them before each copy, so
+``Link``, a ``simpy.Resource`` of one) waits until it holds all of them before each copy, so
 concurrent copies through an instance take turns, first come first served; taken in a fixed
 order (instance id), two copies never wait for each other crosswise. A layer-wise hand-off's
 first copy starts with a head start — the seconds it ran during the prefill, all but the
@@ -19,6 +19,8 @@ copies and its handshake decides when to stop; a prefill-to-decode hand-off is a
 from __future__ import annotations
 
 from typing import Generator, Hashable, Protocol, Sequence
+
+import simpy
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.request import Request
@@ -32,6 +34,15 @@ class TransferModel(Protocol):
     def stage_time(self, blocks: int) -> float: ...
 
 
+class Link(simpy.Resource):
+    """An instance's link for hand-offs: one copy through it at a time, and the seconds it
+    carried one (its utilisation, which waits for it do not count toward)."""
+
+    def __init__(self, env) -> None:
+        super().__init__(env, capacity=1)
+        self.busy_seconds = 0.0
+
+
 class KvTransfer:
     """One request's KV blocks on their way from ``source`` to ``destination``, reserved on
     the destination under ``key`` (its ledger's reservation key)."""
@@ -43,7 +54,7 @@ class KvTransfer:
         destination: MigrationEndpoint,
         key: Hashable,
         link: TransferModel,
-        links: Sequence = (),
+        links: Sequence[Link] = (),
         head_start: float = 0.0,
         last_share: float = 0.0,
     ) -> None:
@@ -87,6 +98,7 @@ class KvTransfer:
         self.source.stage_ended()
         self.destination.stage_ended()
         for link, claim in claims:
+            link.busy_seconds += seconds
             link.release(claim)
 
     def accept(self, blocks: int) -> None:

@@ -28,8 +28,10 @@ def pd_summary(
     waited = committed["committed_at"] - committed["request_id"].map(first_token)
     block_bytes = committed["source"].map(lambda i: result.pool_block_bytes.get(result.instance_pools[i], 0))
     makespan = max(result.end_time - (float(requests["arrival"].min()) if len(requests) else 0.0), 1e-9)
-    copying = float((handoffs["end"].fillna(result.end_time) - handoffs["start"]).sum())
-    prefill_instances = sum(1 for role in role_of.values() if role == "prefill")
+    in_flight = float((handoffs["end"].fillna(result.end_time) - handoffs["start"]).sum())
+    prefills = [i for i, role in role_of.items() if role == "prefill"]
+    carried = sum(result.link_busy_seconds.get(i, 0.0) for i in prefills)
+    lifetime = sum(end - begin for begin, end in (result.instance_lifetimes[i] for i in prefills))
     return {
         "handoffs": {
             "committed": int(len(committed)),
@@ -40,9 +42,10 @@ def pd_summary(
             # first token to the decode instance holding the KV: what the second token waits
             "first_token_to_commit": describe(waited),
             "gigabytes": float((committed["blocks"] * block_bytes).sum()) / 1e9,
-            # hand-offs in flight on average, and per prefill instance's outbound link
-            "mean_in_flight": copying / makespan,
-            "link_utilisation": copying / makespan / prefill_instances if prefill_instances else math.nan,
+            # hand-offs in flight on average (waits for a link or a boundary included), and the
+            # share of the prefill instances' lifetime their links carried a copy
+            "mean_in_flight": in_flight / makespan,
+            "link_utilisation": carried / lifetime if lifetime > 0 else math.nan,
         },
         "roles": _role_figures(result, role_of, instances),
         "role_swaps": dict(result.role_swaps),

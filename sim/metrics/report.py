@@ -212,8 +212,8 @@ def _pd_lines(pd_section: dict | None) -> list[str]:
         + f"; copy mean {_fmt(handoffs['seconds']['mean'])} p99 {_fmt(handoffs['seconds']['p99'])}; "
         f"first token to decode instance mean {_fmt(handoffs['first_token_to_commit']['mean'])} "
         f"p99 {_fmt(handoffs['first_token_to_commit']['p99'])}; {handoffs['gigabytes']:.1f} GB; "
-        f"{handoffs['mean_in_flight']:.2f} in flight on average "
-        f"({handoffs['link_utilisation'] * 100:.1f}% of each prefill instance's link)"
+        f"{handoffs['mean_in_flight']:.2f} in flight on average; "
+        f"prefill instances' links busy {handoffs['link_utilisation'] * 100:.1f}%"
     ]
     roles = "; ".join(
         f"{role} {row['instances']} instances, GPU busy {row['busy_fraction'] * 100:.0f}%, "
