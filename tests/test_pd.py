@@ -238,3 +238,20 @@ def test_a_run_without_roles_has_no_pd_section():
     summary = summarize(result, request_table(result), cluster_table(result), migration_table(result))
     assert summary["pd"] is None
 
+
+
+def test_a_request_lost_where_a_recompute_migration_just_moved_it_is_no_migrations_after_its_retry():
+    # found by the property test: such a request kept the committed record, so once prefilled
+    # again on a prefill instance its hand-off was refused for ever (a stall)
+    from sim.instance.migration import MigrationMode, MigrationRecord
+    from sim.instance.request import Request
+
+    request = Request(7, 0.0, 64, 8)
+    record = MigrationRecord(id=3, request_id=7, source=1, destination=0, mode=MigrationMode.RECOMPUTE, start=0.9)
+    request.moving(record)
+    request.restart_from_scratch(failed_instance=0)
+    assert request.migration is None and request.retries == 1
+    elsewhere = MigrationRecord(id=4, request_id=7, source=1, destination=2, mode=MigrationMode.LIVE, start=1.0)
+    request.moving(elsewhere)
+    request.restart_from_scratch(failed_instance=0)  # neither end failed: still its migration
+    assert request.migration is elsewhere

@@ -200,13 +200,15 @@ class Request:
     def restart_from_scratch(self, failed_instance: int) -> None:
         """Its instance died with the KV cache: the request is dispatched again as new
         (progress and first-token time reset, the retry counted). A migration that was
-        moving it out of the failed instance no longer owns it."""
+        moving it out of the failed instance, or had just moved it there (a recompute
+        migration's request waiting to be rebuilt), no longer owns it."""
         self.retries += 1
         self.generated = 0
         self.requeued = False
         self.first_admitted = self.first_token_time = None
         self.preempted_at = None
-        if self.migration is not None and self.migration.source == failed_instance:
+        migration = self.migration
+        if migration is not None and failed_instance in (migration.source, migration.destination):
             self.migration = None
 
     @property
