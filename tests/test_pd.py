@@ -240,7 +240,7 @@ def test_a_run_without_roles_has_no_pd_section():
 
 
 
-def test_a_request_lost_where_a_recompute_migration_just_moved_it_is_no_migrations_after_its_retry():
+def test_a_request_lost_where_a_recompute_migration_just_moved_it_is_owned_by_no_migration_after_its_retry():
     # found by the property test: such a request kept the committed record, so once prefilled
     # again on a prefill instance its hand-off was refused for ever (a stall)
     from sim.instance.migration import MigrationMode, MigrationRecord
