@@ -301,7 +301,7 @@ class PdConfig:
     76-86). ``copy``: ``blocking`` holds the request after its first token and copies its
     KV in one stage (Llumnix's code: ``blocking_migration``, ``request.py`` 141-143);
     ``live`` lets it decode on the prefill instance while staged live migration copies it
-    (``migration.*`` sets the stages; the paper's description). A decode instance without
+    (``migration.*`` sets the stages; Llumnix v0 as issue 34 describes it). A decode instance without
     room refuses the copy (a hand-off aborted with ``destination_out_of_memory``); the
     request stays where it is and is handed off at a later tick. ``adaptive``: Llumnix's
     adaptive PD (``dispatch_scheduler.py`` 87-105): new requests go to the decode instance
