@@ -116,22 +116,7 @@ class Simulation:
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live: dict[int, InstanceRuntime] = {}  # those not stopped
         self.draining: set[int] = set()  # live instances draining (the tick checks only these)
-        # per-step reports (the artifact's cadence) where something reads them
-        self.step_reports = (
-            self.scheduler.step_reports(self.live, config.scheduler.pairing_every, self._pairing_round)
-            if self.scheduler.wants_step_reports(config.autoscale.enabled or disaggregated)
-            else None
-        )
-        self.steps = StepLog(record_batches, check_every_step, self.step_reports)
-        always = self.steps.idle_reports_always = config.scheduler.idle_reports == "always"
-        self._next_tick = 0.0  # when the tick next runs (periodic reports are due then)
-        if self.step_reports is not None or not self.scheduler.reports_per_step:  # a view is read
-            self.steps.idle_watch = IdleWatch(
-                self.scheduler.view.reports,
-                (lambda now: now) if self.step_reports is not None else (lambda now: self._next_tick),
-                lambda: self.fallback_kind is None,
-                strict=check_every_step and always,  # the artifact's reporting leaves views stale
-            )
+        self._wire_reports(record_batches, check_every_step, disaggregated)
         self.requests: list[Request] = []
         self.load_samples: list[LoadSample] = []
         self._next_sample = 0.0  # when the tick next samples the cluster
@@ -142,34 +127,7 @@ class Simulation:
         rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, random fallback
         self.fallback = FrontendFallback(rng)
         self.fallback_kind: Optional[str] = None  # set while the global scheduler is down
-        self.migrations = MigrationLauncher(
-            self.env,
-            MigrationSettings(
-                mode=MigrationMode(config.migration.mode),
-                last_stage_blocks=config.migration.last_stage_blocks,
-                max_stages=config.migration.max_stages,
-            ),
-            lambda source: self.instances[source.id].pool.transfer,
-            self._wake_endpoint,
-            stage_fails=lambda: self.faults.stage_fails(),
-            handshake_timeout=config.migration.prealloc_timeout,
-            on_commit=self._after_commit,
-            on_start=self._end_idle_stretch,
-        )
-        self.handoffs = (
-            Handoffs(
-                config.pd or PdConfig(),
-                self.migrations.settings,
-                self.migrations,
-                self.scheduler,
-                self.live,
-                self.block_size,
-                self._wake_endpoint,
-                lambda llumlet: self.choose_candidate(llumlet.batches, self.scheduler.priority.normal_tier),
-            )
-            if disaggregated
-            else None
-        )
+        self.migrations, self.handoffs = self._movers(disaggregated)
         self.scaler = (
             Scaler(
                 self.env,
@@ -197,6 +155,59 @@ class Simulation:
             lambda: inspection.describe_stuck(self),
         )
         self._started = False
+
+    def _movers(self, disaggregated: bool) -> tuple[MigrationLauncher, Optional[Handoffs]]:
+        """What moves requests between instances: the migration launcher and, with pool
+        roles, the prefill-to-decode hand-offs started through it."""
+        migrations = MigrationLauncher(
+            self.env,
+            MigrationSettings(
+                mode=MigrationMode(self.config.migration.mode),
+                last_stage_blocks=self.config.migration.last_stage_blocks,
+                max_stages=self.config.migration.max_stages,
+            ),
+            lambda source: self.instances[source.id].pool.transfer,
+            self._wake_endpoint,
+            stage_fails=lambda: self.faults.stage_fails(),
+            handshake_timeout=self.config.migration.prealloc_timeout,
+            on_commit=self._after_commit,
+            on_start=self._end_idle_stretch,
+        )
+        handoffs = (
+            Handoffs(
+                self.config.pd or PdConfig(),
+                migrations.settings,
+                migrations,
+                self.scheduler,
+                self.live,
+                self.block_size,
+                self._wake_endpoint,
+                lambda llumlet: self.choose_candidate(llumlet.batches, self.scheduler.priority.normal_tier),
+            )
+            if disaggregated
+            else None
+        )
+        return migrations, handoffs
+
+    def _wire_reports(self, record_batches: bool, check_every_step: bool, disaggregated: bool) -> None:
+        """How the scheduler hears the instances: per-step reports where something reads
+        them, the step log, and the watch of idle instances against the view (INV-4)."""
+        # per-step reports (the artifact's cadence) where something reads them
+        self.step_reports = (
+            self.scheduler.step_reports(self.live, self.config.scheduler.pairing_every, self._pairing_round)
+            if self.scheduler.wants_step_reports(self.config.autoscale.enabled or disaggregated)
+            else None
+        )
+        self.steps = StepLog(record_batches, check_every_step, self.step_reports)
+        always = self.steps.idle_reports_always = self.config.scheduler.idle_reports == "always"
+        self._next_tick = 0.0  # when the tick next runs (periodic reports are due then)
+        if self.step_reports is not None or not self.scheduler.reports_per_step:  # a view is read
+            self.steps.idle_watch = IdleWatch(
+                self.scheduler.view.reports,
+                (lambda now: now) if self.step_reports is not None else (lambda now: self._next_tick),
+                lambda: self.fallback_kind is None,
+                strict=check_every_step and always,  # the artifact's reporting leaves views stale
+            )
 
     # ------------------------------------------------------------------ cluster actions
     @property
