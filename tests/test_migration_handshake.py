@@ -137,3 +137,15 @@ def test_blocking_and_recompute_modes_commit_and_finish_once():
         else:
             assert record.blocks == 0 and record.downtime >= LinearTimer().per_prefill_token * 640
         assert_no_blocks_left(simulation)
+
+
+def test_a_request_is_moving_from_the_instant_its_migration_starts():
+    # adaptive PD's move and a hand-off once both started the same request in one tick: the
+    # second start must see the first before its process has run
+    simulation = build([0, 1], [640, 64], [200, 50])
+    record = migrate_at(simulation, 0.5, 0)
+    assert simulation.request(0).migration is record
+    with pytest.raises(ValueError, match="moving already"):
+        simulation.migrate(0, 0, 1)
+    simulation.run()
+    assert record.outcome == "committed" and simulation.request(0).migrations == 1

@@ -60,8 +60,9 @@ class MigrationLauncher:
         ``links``: what each copy holds while it runs, ``head_start``: a layer-wise copy's
         (``sim.instance.kv_transfer``)."""
         batches = source.batches
-        held = request in batches.suspended and request.migration is None
-        if request not in batches.running and not held:
+        if request.migration is not None:
+            raise ValueError(f"request {request.id} is moving already (migration {request.migration})")
+        if request not in batches.running and request not in batches.suspended:
             raise ValueError(f"request {request.id} is not running on instance {source.id}")
         if destination is source or destination.status.draining or destination.status.failed:
             raise ValueError(f"instance {destination.id} cannot be a migration destination now")
@@ -75,6 +76,9 @@ class MigrationLauncher:
             kind=kind,
         )
         self.records.append(record)
+        # moving from now, not from when its process first runs: a second start later this
+        # instant (adaptive PD's move and a hand-off in one tick) sees it and leaves it be
+        request.moving(record)
         ends = source.endpoint, destination.endpoint
         for end in ends:  # taken now: nothing later this instant can remove either
             end.in_flight += 1
