@@ -26,7 +26,8 @@ import pandas as pd
 
 from sim.config import ConfigError, from_dict, SimulationConfig
 from sim.config.loader import apply_overrides, read_yaml
-from sim.files import atomic_write, replace_marked
+from sim.files import atomic_write
+from sim.presentation.study_cli import publish
 from sim.sweep.capacity import Slo, parse_slo
 from sim.sweep.fleet import at_bound, search_fleet
 
@@ -187,19 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, help=f"also rewrite the table between {README_BEGIN} and {README_END}")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> tuple[str, str]:
         grid = load_fleet_grid(args.grid)
         table = run_study(grid, args.out, args.jobs, not args.quiet)
         plot(table, grid.contracts, args.out / "fleet.png")
-        text = markdown(table, grid.contracts)
-        if args.readme:
-            replace_marked(args.readme, README_BEGIN, README_END, text, f"--readme {args.readme}")
-    except ConfigError as exc:
-        print(f"fleet study: {exc}", file=sys.stderr)
-        return 2
-    print(text)
-    print(f"wrote fleet.csv and fleet.png to {args.out}/")
-    return 0
+        return markdown(table, grid.contracts), f"wrote fleet.csv and fleet.png to {args.out}/"
+
+    return publish("fleet", work, args.readme, (README_BEGIN, README_END))
 
 
 if __name__ == "__main__":

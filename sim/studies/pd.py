@@ -18,29 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-from sim.config import ConfigError
-from sim.files import replace_marked
+from sim.presentation.study_cli import publish, read_results_index
 from sim.sweep.capacity_grid import mean_interval
 
 README_BEGIN, README_END = "<!-- pd:begin -->", "<!-- pd:end -->"
 PROMPTS, OUTPUTS = "workload.shape.input.match", "workload.shape.output.match"
 RATE = "workload.arrival.rate"
 SPLIT_PREFIX = "P"  # layouts named P<prefill>:D<decode>[-scheme]; the rest are colocated
-
-
-def _read(folder: Path, marker: str, what: str) -> pd.DataFrame:
-    """A results folder's index, checked to be ``what`` (its ``marker`` file)."""
-    if not (folder / marker).is_file():
-        raise ConfigError(f"{folder}: no {marker}, so not {what}")
-    try:
-        return pd.read_parquet(folder / "index.parquet")
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{folder / 'index.parquet'}: cannot be read ({str(exc).splitlines()[0]})") from None
 
 
 def _match(value: object) -> dict:
@@ -176,20 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("interference", type=Path, help="llumsim sweep experiments/grids/pd_interference.yaml's results")
     parser.add_argument("--readme", type=Path, help=f"also rewrite the text between {README_BEGIN} and {README_END}")
     args = parser.parse_args(argv)
-    try:
-        ratios = ratio_table(_read(args.ratio, "capacity_grid.json", "a capacity grid's results"))
-        interference = interference_table(_read(args.interference, "sweep.json", "a sweep's results"))
+
+    def work() -> tuple[str, str]:
+        ratios = ratio_table(read_results_index(args.ratio, "capacity_grid.json", "a capacity grid's results"))
+        interference = interference_table(read_results_index(args.interference, "sweep.json", "a sweep's results"))
         contracts = json.loads((args.ratio / "capacity_grid.json").read_text())["contracts"]
         plot(ratios, args.ratio / "pd_ratio.png")
-        text = markdown(ratios, interference, contracts)
-        if args.readme:
-            replace_marked(args.readme, README_BEGIN, README_END, text, f"--readme {args.readme}")
-    except ConfigError as exc:
-        print(f"pd study: {exc}", file=sys.stderr)
-        return 2
-    print(text)
-    print(f"wrote {args.ratio / 'pd_ratio.png'}")
-    return 0
+        return markdown(ratios, interference, contracts), f"wrote {args.ratio / 'pd_ratio.png'}"
+
+    return publish("pd", work, args.readme, (README_BEGIN, README_END))
 
 
 if __name__ == "__main__":
