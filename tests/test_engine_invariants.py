@@ -4,6 +4,7 @@ ends-once, INV-4 idle-view, INV-5 commit-or-abort, INV-6 same-result."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from sim.engine import Simulation
 from sim.instance.request import RequestState
 from sim.metrics import request_table
+from sim.workload.sessions import OPEN, Sharing
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 
 
@@ -89,7 +91,7 @@ def scenarios(draw):
         "watermark": draw(st.sampled_from([0.0, 0.05])),
         "scheduler": draw(st.sampled_from(SCHEDULERS)),
         # the preset's own dispatch rule, or SLO-aware dispatch against a drawn SLO ladder
-        "dispatch": draw(st.sampled_from([None, "slo-aware"])),
+        "dispatch": draw(st.sampled_from([None, "slo-aware", "cache-aware"])),
         "slo_migration": draw(st.booleans()),  # SLO-driven pairing and candidates
         # the preset's priority mode, or headroom moved online by the SLO controller
         "priority": draw(
@@ -122,11 +124,35 @@ def scenarios(draw):
             "layerwise": st.booleans(),  # taken only with immediate pairing and a blocking copy
         }))),
         "first_role": draw(st.sampled_from(["prefill", "decode"])),
+        # prefix caching: the caching ledger, and requests that share tokens — turns of
+        # conversations (a later turn arrives a think time after the one before it ends)
+        # and system prompts
+        "caching": draw(st.booleans()),
+        "conversation": draw(st.lists(st.integers(-1, 3), min_size=n, max_size=n)),
+        "think": draw(st.lists(st.floats(0.0, 2.0), min_size=n, max_size=n)),
+        "system": (draw(st.sampled_from([0, 16, 40])), draw(st.integers(1, 3))),
     }
 
 
 # the second pool's GPU: ~2.5x faster everywhere (an A100 beside an A10, in LinearTimer's terms)
 FAST = {"base": 0.008, "per_prefill_token": 0.00008, "per_decode": 0.00012, "per_kv_token": 4e-7}
+
+
+def sharing(s) -> Sharing:
+    """Conversations (each request's drawn number, -1: none) whose later turns follow the
+    turn before them, and a system prompt drawn per request."""
+    last: dict[int, int] = {}
+    follows = []
+    for index, conversation in enumerate(s["conversation"]):
+        follows.append(last.get(conversation, OPEN) if conversation >= 0 else OPEN)
+        if conversation >= 0:
+            last[conversation] = index
+    tokens, prompts = s["system"]
+    system = [index % prompts if tokens else -1 for index in range(len(follows))]
+    turn = [0] * len(follows)
+    for index, before in enumerate(follows):
+        turn[index] = turn[before] + 1 if before != OPEN else int(s["conversation"][index] >= 0)
+    return Sharing(s["conversation"], turn, follows, s["think"], system, tokens)
 
 
 def build(s) -> Simulation:
@@ -135,6 +161,7 @@ def build(s) -> Simulation:
     if autoscale.get("enabled"):  # the ceiling may not be below the start (a ConfigError)
         autoscale["max_instances"] = max(autoscale["max_instances"], starting)
     cluster = {
+        **({"ledger": "prefix-caching"} if s["caching"] else {}),
         "instances": s["instances"],
         "kv_capacity_blocks": s["capacity"],
         "max_batch_size": s["max_batch_size"],
@@ -178,7 +205,9 @@ def build(s) -> Simulation:
         faults=s["faults"],
         autoscale=autoscale,
     )
-    workload = make_workload(s["arrival"], s["prompt"], s["output"], s["tier"])
+    workload = dataclasses.replace(
+        make_workload(s["arrival"], s["prompt"], s["output"], s["tier"]), sharing=sharing(s)
+    )
     return Simulation(
         config,
         timers["slow"],
@@ -187,6 +216,11 @@ def build(s) -> Simulation:
         check_every_step=True,  # free + allocated == capacity after every iteration
         load_pool_model=lambda pool, key: timers["fast" if pool.name == "fast" else "slow"],
     )
+
+
+def workload_follows(simulation: Simulation) -> list[int]:
+    sharing = simulation.workload.sharing
+    return sharing.follows.tolist() if sharing is not None else []
 
 
 def check_conserved(s) -> None:
@@ -237,6 +271,10 @@ def check_conserved(s) -> None:
         ("adaptive PD served a request in the other role", any(result.role_swaps.values())),
         ("balance migration among decode instances committed", s["pd"] is not None and any(
             m.kind == "balance" and m.outcome == "committed" for m in result.migrations)),
+        ("prefix cache hit", any(r.cached_tokens for r in result.requests)),
+        ("a transfer found blocks cached at its destination",
+         any(c["transfer_hits"] for c in result.prefix_cache.values())),
+        ("a conversation's later turn arrived", any(f != OPEN for f in workload_follows(simulation))),
         ("migration between pools committed", s["second_pool"] is not None and any(
             m.outcome == "committed" and simulation.pool_of(m.source) != simulation.pool_of(m.destination)
             for m in result.migrations)),

@@ -26,8 +26,8 @@ def test_a_kv_transfer_reserves_copies_over_the_link_and_commits_or_cancels():
     _, _, destination_batches, destination, _ = make_parts(capacity=30, watermark=3)
     transfer = KvTransfer(env, source, destination, ("handoff", 7), Link())
     request = Request(7, 0.0, 320, 10)
-    assert not transfer.reserve(28) and destination.ledger.reserved == 0  # it would cut into the watermark
-    assert transfer.reserve(20) and destination.ledger.reserved == 20
+    assert transfer.reserve(request, 28) is None and destination.ledger.reserved == 0  # it would cut into the watermark
+    assert transfer.reserve(request, 20) == 20 and destination.ledger.reserved == 20  # no cache: every block crosses
     slowed = []
     env.process(transfer.copy(20))
     env.run(until=0.005)
@@ -38,4 +38,4 @@ def test_a_kv_transfer_reserves_copies_over_the_link_and_commits_or_cancels():
     transfer.commit(request)
     assert transfer.copied == 20 and destination.ledger.held(request) == 20 and destination.ledger.reserved == 0
     again = KvTransfer(env, source, destination, ("handoff", 8), Link())
-    assert again.reserve(5) and again.cancel() == 5 and destination.ledger.free == 10
+    assert again.reserve(Request(8, 0.0, 64, 1), 5) == 5 and again.cancel() == 5 and destination.ledger.free == 10

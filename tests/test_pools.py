@@ -87,8 +87,8 @@ class CountingFormer(BatchFormer):
 class HalfLedger(BlockLedger):
     """A toy ledger that lends its instance half the blocks memory planning gave it."""
 
-    def __init__(self, capacity: int) -> None:
-        super().__init__(capacity // 2)
+    def __init__(self, capacity: int, block_size: int = 16) -> None:
+        super().__init__(capacity // 2, block_size)
 
 
 def test_a_pool_builds_its_llumlets_from_the_parts_it_names():
@@ -115,7 +115,7 @@ def test_a_pool_builds_its_llumlets_from_the_parts_it_names():
 @pytest.mark.parametrize("key, name", [("batch_former", "prefill-only"), ("ledger", "shared")])
 def test_a_part_no_one_registered_is_refused_naming_the_pools_key_and_the_known_ones(key, name):
     config = make_config(pools=[{"name": "a", "instances": 1}, {"name": "b", "instances": 1, key: name}])
-    known = "counting, vllm" if key == "batch_former" else "half, paged"
+    known = "counting, vllm" if key == "batch_former" else "half, paged, prefix-caching"
     with pytest.raises(ConfigError, match=rf"pools\[1\]\.{key}: unknown .* '{name}' \(known: {known}\)"):
         Simulation(config, workload=make_workload([0.0], [16], [2]), load_pool_model=lambda pool, key: LinearTimer())
 

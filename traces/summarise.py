@@ -21,6 +21,7 @@ SHIPPED = (
     "azure/azure_code_2023.csv",
     "burstgpt_shaped/burstgpt_shaped_gpt4_conv.csv",
     "stress/stress_ramp.csv",
+    "mooncake/mooncake_conversation.csv",
 )
 COLUMNS = (
     ("rows", "rows", "{:.0f}"),

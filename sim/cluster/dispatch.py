@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Collection, Final, Mapping, Sequence
+from typing import ClassVar, Collection, Final, Mapping, Optional, Sequence
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -45,6 +45,9 @@ class DispatchInfo:
     tier: int
     demand_blocks: int
     tokens: int = 0  # its prompt (with what it generated before a retry): what it will prefill
+    # instance -> its leading blocks cached there (the cache locality Llumnix's dispatch asks
+    # a meta service for); given only to a rule that ``reads_cache``
+    cached_blocks: Optional[Mapping[int, int]] = None
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -52,6 +55,7 @@ class DispatchRule(ABC):
     """Chooses a dispatch target; the hooks let a rule keep per-instance state current."""
 
     reads_reports: ClassVar[bool] = True  # False: the choice never looks at a load report
+    reads_cache: ClassVar[bool] = False  # True: it is given each instance's cached prefix
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config

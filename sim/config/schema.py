@@ -88,7 +88,8 @@ class ClusterConfig:
     prefill_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
     kv_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
     # the llumlet's replaceable parts, by registered name (sim.instance.parts): the batch
-    # former (vllm: vLLM 0.1.2's continuous batching) and the block ledger (paged: its blocks)
+    # former (vllm: vLLM 0.1.2's continuous batching) and the block ledger (paged: its blocks;
+    # prefix-caching: vLLM's automatic prefix caching, sim.instance.prefix_cache)
     batch_former: str = field(default="vllm", metadata={OMIT_WHEN_DEFAULT: True})
     ledger: str = field(default="paged", metadata={OMIT_WHEN_DEFAULT: True})
 
@@ -276,6 +277,9 @@ class MigrationConfig:
     colocated_slowdown: float = 0.01  # iterations overlapping a copy take this much longer
     prealloc_timeout: float = 10.0  # seconds before a destination frees an orphaned reservation
     transfer: TransferConfig = field(default_factory=TransferConfig)
+    # with a prefix cache (cluster.ledger: prefix-caching): copy only the blocks the
+    # destination does not hold already; false copies every block, as a cache-blind engine
+    skip_cached: bool = field(default=True, metadata={OMIT_WHEN_DEFAULT: True})
 
     RANGES: ClassVar[dict[str, Range]] = {
         "last_stage_blocks": Range(0, 10_000_000, "blocks"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Optional
 
+from sim.config.loader import OMIT_WHEN_EMPTY
 from sim.config.ranges import FRACTION, TOKENS, Range, check_ranges, require
 
 
@@ -165,15 +166,54 @@ class ShapeConfig:
 
 
 @dataclass
+class SessionsConfig:
+    """Closed-loop multi-turn conversations (``source: sessions``, ``sim.workload.sessions``):
+    a conversation's first turn arrives by ``arrival``, each later one a think time after the
+    previous answer ended (finished or aborted), its prompt the whole history — earlier
+    messages and answers — plus its new message."""
+
+    # mean seconds between an answer and the next message, exponential: 5 s is BLIS's guide
+    # example (docs/guide/workloads.md), exponential gaps as vLLM's multi-turn benchmark draws them
+    think_time: float = 5.0
+    max_turns: Optional[int] = None  # keep at most this many turns of a conversation (None: all)
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "think_time": Range(0.0, 86_400.0, "seconds"),
+        "max_turns": Range(1, 10_000, "turns"),
+    }
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass
+class SystemPromptConfig:
+    """A system prompt every request (every conversation) begins with, one of ``prompts``
+    drawn per request: the shared prefix a prefix cache serves (``sim.workload.sessions``)."""
+
+    tokens: int = 0  # its length (0: none)
+    prompts: int = 1  # how many distinct ones (each drawn with equal chance)
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "tokens": Range(0, 1_000_000, "tokens"),
+        "prompts": Range(1, 1_000_000, "prompts"),
+    }
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass
 class WorkloadConfig:
     """Where requests come from: a length table, a timestamped trace, or a generator."""
 
-    # a length table, a trace with arrival times, or generated lengths
-    source: Literal["lengths", "timestamped", "synthetic"] = "lengths"
+    # a length table, a trace with arrival times, generated lengths, or multi-turn
+    # conversations (num_requests then counts conversations)
+    source: Literal["lengths", "timestamped", "synthetic", "sessions"] = "lengths"
     # the CSV (a relative path: from the current folder, then the repository)
     trace: Optional[str] = "traces/sharegpt/sharegpt_v3_first_turn.csv"
     # the trace's columns (auto: told apart by its header)
-    format: Literal["auto", "lengths", "burstgpt", "azure"] = "auto"
+    format: Literal["auto", "lengths", "burstgpt", "azure", "mooncake"] = "auto"
     num_requests: Optional[int] = 2000  # None: the whole trace (required for synthetic)
     arrival: ArrivalConfig = field(default_factory=ArrivalConfig)
     synthetic: SyntheticLengthsConfig = field(default_factory=SyntheticLengthsConfig)
@@ -184,6 +224,10 @@ class WorkloadConfig:
     # who generates a synthetic stream: llumsim's own generators, or the Llumnix artifact's
     # benchmark client replayed draw for draw (sim/workload/artifact_client.py)
     client: Literal["llumsim", "artifact"] = "llumsim"
+    # source 'sessions': think time and turns (None: the defaults of SessionsConfig)
+    sessions: Optional[SessionsConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
+    # a shared system prompt before every request (None: none)
+    system_prompt: Optional[SystemPromptConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     # ten million requests already take gigabytes; more is a typo, not a workload
     RANGES: ClassVar[dict[str, Range]] = {"num_requests": Range(1, 10_000_000, "requests")}
@@ -201,6 +245,10 @@ class WorkloadConfig:
         require(
             self.arrival.process != "trace" or self.source == "timestamped",
             "arrival.process: 'trace' needs source 'timestamped' (a trace with timestamps)",
+        )
+        require(
+            self.sessions is None or self.source == "sessions",
+            f"sessions: set, but source is {self.source!r} (source: sessions replays conversations)",
         )
         if self.client == "artifact":
             self._check_artifact_client()

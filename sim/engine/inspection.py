@@ -19,6 +19,7 @@ from sim.engine.migrations import MigrationLauncher
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
 from sim.engine.setup import InstancePool
+from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request
 
 if TYPE_CHECKING:
@@ -130,4 +131,10 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         },
         role_swaps={} if run.handoffs is None else dict(run.handoffs.swaps),
         link_busy_seconds={} if run.handoffs is None else {i: link.busy_seconds for i, link in run.handoffs.links.items()},
+        prefix_cache={
+            i: runtime.llumlet.ledger.counters()
+            for i, runtime in run.instances.items()
+            if isinstance(runtime.llumlet.ledger, PrefixCachingLedger)
+        },
+        sharing=run.workload.sharing,
     )

@@ -12,6 +12,7 @@ from sim.config import SimulationConfig
 from sim.instance.load import LoadReport
 from sim.instance.migration import MigrationRecord
 from sim.instance.request import Request
+from sim.workload.sessions import Sharing
 
 
 class LoadSample(NamedTuple):
@@ -77,3 +78,7 @@ class SimulationResult:
     pool_block_bytes: dict[str, int] = field(default_factory=dict)
     link_busy_seconds: dict[int, float] = field(default_factory=dict)  # each instance's hand-off link
     role_swaps: dict[str, int] = field(default_factory=dict)
+    # prefix caching: each caching instance's counters (sim.instance.prefix_cache), and the
+    # workload's conversations and system prompts (None: requests share nothing)
+    prefix_cache: dict[int, dict] = field(default_factory=dict)
+    sharing: Optional[Sharing] = None

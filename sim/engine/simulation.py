@@ -52,6 +52,7 @@ from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 from sim.instance.kv_transfer import TransferModel
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings
+from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
@@ -123,6 +124,12 @@ class Simulation:
         self._report_rounds = 0  # periodic report rounds delivered (the pairing cadence)
         self._done = bytearray(len(self.workload))
         self._done_count = 0
+        # conversations: what each request's tokens are (a prefix cache's identity of its
+        # blocks) and the turn each request's end lets arrive (sim.workload.sessions)
+        sharing = self.workload.sharing
+        self._contents = sharing.contents() if sharing is not None else None
+        self._next_turns = sharing.next_turns() if sharing is not None else {}
+        self._reads_cache = self.scheduler.dispatch_rule.reads_cache
         self.all_done = self.env.event()
         rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, random fallback
         self.fallback = FrontendFallback(rng)
@@ -165,6 +172,7 @@ class Simulation:
                 mode=MigrationMode(self.config.migration.mode),
                 last_stage_blocks=self.config.migration.last_stage_blocks,
                 max_stages=self.config.migration.max_stages,
+                skip_cached=self.config.migration.skip_cached,
             ),
             lambda source: self.instances[source.id].pool.transfer,
             self._wake_endpoint,
@@ -292,12 +300,23 @@ class Simulation:
             among = self._able_to_serve(request.seq_len, instances) or among
         if self.fallback_kind is None:
             demand = blocks_for(request.seq_len, self.block_size)
-            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len), among)
+            cached = self._cache_locality(request, among or instances) if self._reads_cache else None
+            target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len, cached), among)
         else:
             target = self.fallback.choose(among or instances, self.fallback_kind)
         runtime = self.instances[target]
         runtime.llumlet.enqueue(request)
         self._wake(runtime)
+
+    def _cache_locality(self, request: Request, instances: Sequence[int]) -> dict[int, int]:
+        """Each caching instance's leading blocks of ``request`` cached there (what
+        instances publish of their caches, as vLLM's KV events do)."""
+        locality = {}
+        for instance_id in instances:
+            ledger = self.instances[instance_id].llumlet.ledger
+            if isinstance(ledger, PrefixCachingLedger):
+                locality[instance_id] = ledger.cached_prefix(request)
+        return locality
 
     def _able_to_serve(self, tokens: int, instances: Sequence[int]) -> Optional[list[int]]:
         """The dispatchable instances whose pool can ever prefill ``tokens``, when only some
@@ -342,8 +361,11 @@ class Simulation:
         return list(self.live)
 
     def request(self, request_id: int) -> Request:
-        """A request that has arrived (requests are created at their arrival)."""
-        return self.requests[request_id]
+        """A request that has arrived (requests are created at their arrival; a later turn
+        of a conversation arrives after requests of higher id)."""
+        if request_id < len(self.requests) and self.requests[request_id].id == request_id:
+            return self.requests[request_id]
+        return next(r for r in self.requests if r.id == request_id)
 
     @property
     def migration_records(self) -> list[MigrationRecord]:
@@ -411,27 +433,44 @@ class Simulation:
         self._wake(self.instances[endpoint.id])
 
     def _arrivals(self):
+        """The requests that arrive at their own time (every one, without conversations:
+        a later turn arrives when its previous one ends, ``_next_turn``)."""
         workload = self.workload
         env = self.env
         arrivals = workload.arrival.tolist()
-        prompts = workload.prompt_tokens.tolist()
-        outputs = workload.output_tokens.tolist()
-        tiers = workload.tier.tolist()
-        index, count = 0, len(arrivals)
-        while index < count:
-            arrival = arrivals[index]
+        opening = workload.sharing.opening.tolist() if workload.sharing is not None else range(len(arrivals))
+        position, count = 0, len(opening)
+        while position < count:
+            arrival = arrivals[opening[position]]
             if arrival > env.now:
                 yield env.timeout(arrival - env.now)
-            end = index + 1
-            while end < count and arrivals[end] == arrival:
+            end = position + 1
+            while end < count and arrivals[opening[end]] == arrival:
                 end += 1
-            group = [
-                Request(i, arrival, prompts[i], outputs[i], tiers[i]) for i in range(index, end)
-            ]
-            self.requests.extend(group)
-            for request in self.scheduler.order(group):
-                self.dispatch(request)
-            index = end
+            self._arrive([self._new_request(opening[i], arrival) for i in range(position, end)])
+            position = end
+
+    def _new_request(self, index: int, arrival: float) -> Request:
+        workload = self.workload
+        content = self._contents[index] if self._contents is not None else None
+        return Request(
+            index,
+            arrival,
+            int(workload.prompt_tokens[index]),
+            int(workload.output_tokens[index]),
+            int(workload.tier[index]),
+            content,
+        )
+
+    def _arrive(self, group: list[Request]) -> None:
+        self.requests.extend(group)
+        for request in self.scheduler.order(group):
+            self.dispatch(request)
+
+    def _next_turn(self, index: int):
+        """A conversation's next turn: its message a think time after the last answer ended."""
+        yield self.env.timeout(float(self.workload.sharing.think[index]))
+        self._arrive([self._new_request(index, self.env.now)])
 
     def _request_done(self, request: Request) -> None:
         """Every request ends here exactly once: finished, or aborted with a reason (INV-3
@@ -440,6 +479,9 @@ class Simulation:
             raise AssertionError(f"request {request.id} ended twice")
         self._done[request.id] = 1
         self._done_count += 1
+        follower = self._next_turns.get(request.id)
+        if follower is not None:
+            self.env.process(self._next_turn(follower))
         if self.headroom_controller is not None:
             self.headroom_controller.observe(request.tier, *_slo_times(request))
         if self._done_count == len(self.workload) and not self.all_done.triggered:

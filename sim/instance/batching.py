@@ -203,7 +203,8 @@ class BatchFormer:
     def _prefill_batch(self) -> Optional[Batch]:
         limits = self.limits
         admitted: list[Request] = []
-        tokens: list[int] = []
+        tokens: list[int] = []  # each admitted request's tokens (its KV after the prefill)
+        computed: list[int] = []  # of which not found cached (what the prefill computes)
         outputs = 0  # output tokens the admitted requests hold once their first is out
         budget = limits.max_batched_tokens
         seats = limits.max_batch_size - len(self.running) - len(self.suspended)
@@ -218,19 +219,24 @@ class BatchFormer:
             if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
                 break
             self.waiting.pop_head()
-            self.ledger.allocate(request, need)
+            cached = self.ledger.allocate(request, need)
+            if cached:
+                request.found_cached(cached)
             request.admitted(self.clock())
             admitted.append(request)
             tokens.append(q)
+            computed.append(q - cached)
             outputs += q - request.prompt_tokens + 1
-            budget -= q
+            budget -= q - cached
             seats -= 1
         if not admitted:
             return None
         self.prefilling = admitted
         self.batch_started = self.clock()  # a migrated request's rebuild reads it
         batch = Batch(admitted, tokens)
-        seconds = self.timer.batch_time([(q, q) for q in tokens], 0, 0) + self._per_output_token * outputs
+        # a cached prefix is not computed again, but the new tokens attend to all of it
+        prefills = [(new, q) for new, q in zip(computed, tokens)]
+        seconds = self.timer.batch_time(prefills, 0, 0) + self._per_output_token * outputs
         batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
         if self.running:
             self.decode_stall += batch.seconds * len(self.running)

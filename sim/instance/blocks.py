@@ -6,8 +6,11 @@ an incoming migration (pre-allocated before a stage, moved into the request's ta
 or freed at abort). ``check`` counts every block's references — the tables and reservations
 that hold it — and proves each is held once or free, and ``free + allocated + reserved ==
 capacity``. This ledger shares no block, so a reference count per block would always be 1
-and is not kept on the hot path; a ledger that shares blocks (a prefix cache) keeps one, and
-the same check, counting references, is its invariant too.
+and is not kept on the hot path; a ledger that shares blocks (the prefix cache,
+``sim.instance.prefix_cache``) keeps one, and the same check, counting references, is its
+invariant too. What a sharing ledger adds is asked of every ledger, answered here for one
+that caches nothing: ``allocate`` returns the prompt tokens found cached (none), and
+``lacking`` the blocks of a transfer the destination must receive (all of them).
 
 Only the ledger changes block counts: allocation at admission, growth token by token (one
 block every ``block_size`` tokens), release, reservation, commit and abort all go through it,
@@ -27,10 +30,11 @@ from sim.instance.request import Request
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BlockLedger:
-    __slots__ = ("capacity", "allocated", "reserved", "free", "reservations", "_tables", "_free")
+    __slots__ = ("capacity", "block_size", "allocated", "reserved", "free", "reservations", "_tables", "_free")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, block_size: int = 16) -> None:
         self.capacity = capacity
+        self.block_size = block_size  # tokens per block (a sharing ledger's block identity)
         self.allocated = 0  # blocks in some request's table
         self.reserved = 0  # blocks held by reservations
         # blocks on the free list: len(_free), kept as a count by the places that change the
@@ -58,8 +62,9 @@ class BlockLedger:
         """The ids of the blocks ``request`` holds here, in token order."""
         return tuple(self._tables.get(request, ()))
 
-    def allocate(self, request: Request, blocks: int) -> None:
-        """``blocks`` more blocks into ``request``'s table (its prefill's, at admission)."""
+    def allocate(self, request: Request, blocks: int) -> int:
+        """``blocks`` more blocks into ``request``'s table (its prefill's, at admission, or
+        one more as it grows); returns how many of its tokens were found cached (none here)."""
         if blocks > self.free:
             raise BlockLeakError(f"allocating {blocks} blocks with {self.free} free")
         table = self._tables.get(request)
@@ -67,6 +72,7 @@ class BlockLedger:
             table = self._tables[request] = []
         table.extend(self._take(blocks))
         self.allocated += blocks
+        return 0
 
     def grow_current(self, due: list[tuple[Request, int]], max_blocks: int) -> Optional[list[Request]]:
         """A decode step's growth in one call: one more block for each ``(request, epoch)``
@@ -107,8 +113,14 @@ class BlockLedger:
         self.allocated -= len(table)
         return len(table)
 
-    def reserve(self, key: Hashable, blocks: int) -> bool:
-        """Pre-allocate ``blocks`` for an incoming migration stage (ACK) or refuse (ABORT)."""
+    def lacking(self, key: Hashable, request: Request, first: int, blocks: int) -> int:
+        """Of ``request``'s blocks ``first`` to ``first + blocks`` on their way here under
+        ``key``, how many must be copied (every one: this ledger caches nothing)."""
+        return blocks
+
+    def reserve(self, key: Hashable, blocks: int, request: Optional[Request] = None, first: int = 0) -> bool:
+        """Pre-allocate ``blocks`` for an incoming migration stage (ACK) or refuse (ABORT):
+        ``request``'s blocks ``first`` onwards (a caching ledger's identity of them)."""
         if blocks > self.free:
             return False
         held = self.reservations.get(key)
@@ -147,16 +159,7 @@ class BlockLedger:
     def check(self, holders: Iterable[Request]) -> None:
         """Raise unless every block's references are the tables and reservations that hold
         it, the holders' tables are every table, and the counts add up to the capacity."""
-        holders = list(holders)
-        if set(holders) != set(self._tables):
-            raise BlockLeakError(
-                f"requests {sorted(r.id for r in holders)} are resident but "
-                f"{sorted(r.id for r in self._tables)} hold blocks"
-            )
-        refs = [0] * self.capacity
-        for held in [*self._tables.values(), *self.reservations.values()]:
-            for block in held:
-                refs[block] += 1
+        refs = self.references(holders)
         shared = [b for b in range(self.capacity) if refs[b] > 1]
         if shared:
             raise BlockLeakError(
@@ -179,6 +182,21 @@ class BlockLedger:
                 f"{len(self._free)} blocks on the free list, {len(unreferenced)} unreferenced, "
                 f"free {self.free} (capacity {self.capacity}, allocated {self.allocated}, reserved {self.reserved})"
             )
+
+    def references(self, holders: Iterable[Request]) -> list[int]:
+        """Each block's count of the tables and reservations holding it, once the holders'
+        tables are found to be every table (raises otherwise): what INV-1 checks count."""
+        holders = list(holders)
+        if set(holders) != set(self._tables):
+            raise BlockLeakError(
+                f"requests {sorted(r.id for r in holders)} are resident but "
+                f"{sorted(r.id for r in self._tables)} hold blocks"
+            )
+        refs = [0] * self.capacity
+        for held in [*self._tables.values(), *self.reservations.values()]:
+            for block in held:
+                refs[block] += 1
+        return refs
 
     def _take(self, blocks: int) -> list[int]:
         """``blocks`` free blocks (the free list's last, in the order ``pop`` would give

@@ -3,7 +3,8 @@
 A transfer is a sequence of copies over the link between two instances, each of a number of
 blocks: the destination pre-allocates them first (refused, as vLLM's block manager refuses
 ``get_free_blocks``, when they would cut into the watermark it keeps free), the link takes
-its time for that many blocks (``TransferModel.stage_time``: a fixed latency plus bytes over
+its time for those of them the destination lacks — all, unless its prefix cache holds some
+(``BlockLedger.lacking``) — (``TransferModel.stage_time``: a fixed latency plus bytes over
 bandwidth, ``sim.hardware.transfer``), and both instances' iterations run slower while a
 copy is in flight (the co-located copy). At the end the transfer commits — the blocks it
 reserved become the request's table in the destination's ledger — or is cancelled, and the
@@ -18,7 +19,7 @@ copies and its handshake decides when to stop; a prefill-to-decode hand-off is a
 
 from __future__ import annotations
 
-from typing import Generator, Hashable, Protocol, Sequence
+from typing import Generator, Hashable, Optional, Protocol, Sequence
 
 import simpy
 
@@ -57,6 +58,7 @@ class KvTransfer:
         links: Sequence[Link] = (),
         head_start: float = 0.0,
         last_share: float = 0.0,
+        skip_cached: bool = True,
     ) -> None:
         self.env = env
         self.links = links  # simpy resources each copy holds (none: copies never wait)
@@ -69,14 +71,22 @@ class KvTransfer:
         self.key = key
         self.link = link
         self.copied = 0  # blocks copied so far (counted once a copy is accepted)
+        self.skip_cached = skip_cached  # False: every block crosses, cached there or not
 
-    def reserve(self, blocks: int) -> bool:
-        """Pre-allocate the next copy's blocks on the destination (ACK), or refuse (ABORT)
-        when that would leave fewer free than its watermark."""
+    def reserve(self, request: Request, blocks: int) -> Optional[int]:
+        """Pre-allocate the next copy's blocks on the destination (ACK) and return how many
+        must cross the link — those it lacks: a prefix cache there may hold the rest — or
+        refuse (ABORT, None) when that would leave fewer free than its watermark."""
         ledger = self.destination.ledger
-        if ledger.free - blocks < self.destination.limits.watermark_blocks:
-            return False
-        return ledger.reserve(self.key, blocks)
+        if not self.skip_cached:
+            fresh = ledger.free - blocks >= self.destination.limits.watermark_blocks and ledger.reserve(self.key, blocks)
+            return blocks if fresh else None
+        sent = ledger.lacking(self.key, request, self.copied, blocks)
+        if ledger.free - sent < self.destination.limits.watermark_blocks:
+            return None
+        if not ledger.reserve(self.key, blocks, request, self.copied):
+            return None
+        return sent
 
     def copy(self, blocks: int) -> Generator:
         """Move ``blocks`` reserved blocks over the link (a simpy process step): both ends

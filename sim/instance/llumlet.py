@@ -48,7 +48,7 @@ class Llumlet:
         self.id = instance_id
         self.limits = limits
         self.status = InstanceStatus()
-        self.ledger = ledger(limits.capacity_blocks)
+        self.ledger = ledger(limits.capacity_blocks, limits.block_size)
         self.waiting = WaitingQueue(limits.tiers if priority else 1, limits.tiers, limits.block_size)
         self.batches = batch_former(
             instance_id, limits, timer, clock, self.waiting, self.ledger, on_done, priority, colocated_slowdown

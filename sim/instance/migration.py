@@ -128,6 +128,7 @@ class MigrationSettings:
     # PD: add_running_request); any other abort (a failed copy or destination) lets it decode
     # on, so that a link that keeps failing cannot hold it forever
     resume_on_abort: bool = True
+    skip_cached: bool = True  # copy only the blocks the destination's prefix cache lacks
 
 
 def migrate(
@@ -152,7 +153,9 @@ def migrate(
     copy holds while it runs; ``head_start``: (seconds, last share) of a layer-wise copy
     (``KvTransfer``).
     """
-    copies = KvTransfer(env, source, destination, record.reservation_key, transfer, links, *head_start)
+    copies = KvTransfer(
+        env, source, destination, record.reservation_key, transfer, links, *head_start, skip_cached=settings.skip_cached
+    )
     handshake = _Handshake(env, source, destination, request, record, wake, copies, settings.resume_on_abort)
     plan = STAGE_PLANS[settings.mode]
     while True:
@@ -238,9 +241,10 @@ class _Handshake:
     def copy_stage(self, blocks: int, last: bool, stage_fails) -> Generator:
         """Pre-allocate on the destination (ACK, or ABORT when it has no room above its
         watermark), copy, then check; returns why the migration cannot go on, if so."""
-        if not self.copies.reserve(blocks):
+        sent = self.copies.reserve(self.request, blocks)
+        if sent is None:
             return ABORT_DESTINATION_FULL
-        yield from self.copies.copy(blocks)
+        yield from self.copies.copy(sent)
         reason = self.trouble() if last else None  # a non-final stage is checked at the loop top
         if reason is None and stage_fails():
             reason = ABORT_TRANSFER_FAILED

@@ -19,9 +19,11 @@ from __future__ import annotations
 from sim.config.registry import Registry
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
+from sim.instance.prefix_cache import PrefixCachingLedger
 
 BATCH_FORMERS: Registry[type[BatchFormer]] = Registry("batch former", "cluster.batch_former", noun="part")
 LEDGERS: Registry[type[BlockLedger]] = Registry("block ledger", "cluster.ledger", noun="part")
 
 BATCH_FORMERS.register("vllm")(BatchFormer)  # vLLM 0.1.2's continuous batching, preemption by recompute
 LEDGERS.register("paged")(BlockLedger)  # paged KV blocks, one table per resident request
+LEDGERS.register("prefix-caching")(PrefixCachingLedger)  # vLLM's automatic prefix caching

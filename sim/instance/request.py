@@ -16,6 +16,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Optional, Protocol
 
+from sim.instance.content import Content
+
 
 class RequestState(StrEnum):
     QUEUED = "queued"
@@ -60,6 +62,10 @@ FIELDS = (
     "retries",
     "migration",
     "requeued",
+    # prefix caching: what its tokens are (None: shared with no other request) and the prompt
+    # tokens its prefills found cached instead of computing, over every prefill it had
+    "content",
+    "cached_tokens",
     # bookkeeping of the llumlet currently holding the request (lazy decode progress)
     "epoch",
     "base_iteration",
@@ -73,7 +79,13 @@ class Request:
     __slots__ = FIELDS
 
     def __init__(
-        self, rid: int, arrival: float, prompt_tokens: int, output_tokens: int, tier: int = 0
+        self,
+        rid: int,
+        arrival: float,
+        prompt_tokens: int,
+        output_tokens: int,
+        tier: int = 0,
+        content: Optional[Content] = None,
     ) -> None:
         self.id = rid
         self.tier = tier
@@ -96,6 +108,8 @@ class Request:
         self.retries = 0
         self.migration: Optional[MigrationInFlight] = None  # the in-flight migration moving it, if any
         self.requeued = False  # waiting again after a preemption (its queue counts it)
+        self.content = content
+        self.cached_tokens = 0
         self.epoch = 0
         self.base_iteration = 0
         self.base_generated = 0
@@ -129,6 +143,11 @@ class Request:
         self.state = RequestState.RUNNING
         if self.first_admitted is None:
             self.first_admitted = now
+
+    def found_cached(self, tokens: int) -> None:
+        """A prefill admitted it with its first ``tokens`` tokens' KV already cached on the
+        instance: those are not computed again."""
+        self.cached_tokens += tokens
 
     def prefilled(self, now: float) -> None:
         """A prefill (first or recompute) yielded its token: the first token's time, and the

@@ -170,10 +170,16 @@ def _frame(rows: list, row_type: type) -> pd.DataFrame:
 
 def request_table(result: SimulationResult) -> pd.DataFrame:
     """Every request's timeline and latencies (seconds), sorted by id."""
-    rows = [request_row(r) for r in sorted(result.requests, key=lambda r: r.id)]
-    frame = _frame(rows, RequestRow)
+    ordered = sorted(result.requests, key=lambda r: r.id)
+    frame = _frame([request_row(r) for r in ordered], RequestRow)
+    ids = frame["id"].to_numpy(dtype=int)
     if result.urgency is not None:  # an SLO contract: where each request's targets lie on its span
-        frame["urgency"] = result.urgency[frame["id"].to_numpy(dtype=int)] if len(frame) else []
+        frame["urgency"] = result.urgency[ids] if len(frame) else []
+    if result.sharing is not None:  # conversations and system prompts
+        frame["conversation"] = result.sharing.conversation[ids]
+        frame["turn"] = result.sharing.turn[ids]
+    if result.prefix_cache:  # prompt tokens its prefills found cached
+        frame["cached_tokens"] = [r.cached_tokens for r in ordered]
     return frame
 
 

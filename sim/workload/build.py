@@ -28,11 +28,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.config import ConfigError, WorkloadConfig
+from sim.config import ConfigError, SessionsConfig, SystemPromptConfig, WorkloadConfig
 from sim.workload.arrivals import deterministic_arrivals, renewal_arrivals, replay_arrivals
 from sim.workload.artifact_client import client_stream
 from sim.workload.priority import sample_tiers
+from sim.workload.sessions import Sharing, conversations, read_sessions, turns, with_system_prompts
 from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
+from sim.config.workload_schema import ShapeConfig
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import TraceError, read_trace
 from sim.workload.urgency import bands, sample_urgency
@@ -42,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]  # the parent of the ``sim`` pac
 # samples), so a trace's gap of 10^9 s would run for days and fill memory: a day at most
 MAX_IDLE_GAP = 86_400.0
 
-_ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS, _URGENCY = range(6)
+_ROWS, _INPUT, _OUTPUT, _ARRIVALS, _TIERS, _URGENCY, _THINK, _SYSTEM = range(8)
 
 
 def _rng(seed: int, part: int) -> np.random.Generator:
@@ -69,6 +71,9 @@ class Workload:
     # float64 in [0, 1): where each request's targets lie on an SLO contract's span
     # (sim.workload.urgency); None unless the run's SLOs are a contract
     urgency: np.ndarray | None = None
+    # conversations and system prompts: which requests share tokens, and which arrive a
+    # think time after another ended (sim.workload.sessions); None: every request its own
+    sharing: Sharing | None = None
 
     def __post_init__(self) -> None:
         for name, dtype in (
@@ -83,6 +88,8 @@ class Workload:
         n = len(self.arrival)
         if any(len(a) != n for a in (self.prompt_tokens, self.output_tokens, self.tier)):
             raise ValueError("workload arrays differ in length")
+        if self.sharing is not None and len(self.sharing.follows) != n:
+            raise ValueError("workload sharing covers a different number of requests")
         if n and (self.arrival[0] < 0 or np.any(np.diff(self.arrival) < 0)):
             raise ValueError("arrivals must start at >= 0 and never decrease")
         if n and (self.prompt_tokens.min() < 1 or self.output_tokens.min() < 1):
@@ -103,6 +110,10 @@ class Workload:
                 "tier": self.tier,
             }
         )
+        if self.sharing is not None:
+            frame["conversation"] = self.sharing.conversation
+            frame["turn"] = self.sharing.turn
+            frame["system_prompt"] = self.sharing.system
         frame.index.name = "request_id"
         return frame
 
@@ -166,8 +177,9 @@ def _describe(source: str, cfg: WorkloadConfig, n: int, seed: int) -> str:
 
 def _requests(
     cfg: WorkloadConfig, seed: int, root: Path | None, shape: Shape
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
-    """Prompt and output lengths (shaping steps 1–2 done), timestamps (timestamped), a label."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str, Sharing | None]:
+    """Prompt and output lengths (shaping steps 1–2 done), timestamps (timestamped), a label,
+    and what the requests share (a trace with prefix structure)."""
     if cfg.source == "synthetic":
         n, cap = int(cfg.num_requests), cfg.synthetic.max_tokens
         lengths = [
@@ -183,19 +195,28 @@ def _requests(
             table["output_tokens"].to_numpy(),
             None,
             f"{label} (cap {cap})",
+            None,
         )
     path = resolve_trace_path(str(cfg.trace), root)
     table = read_trace(path, cfg.format, cfg.burstgpt_model, cfg.burstgpt_log_type)
+    prefixed = "prefix_of" in table.columns
+    if prefixed and (cfg.source != "timestamped" or not shape.is_identity):
+        raise ConfigError(
+            f"workload.trace: {cfg.trace} names shared prefixes by row, so it is replayed in order as "
+            "recorded: source 'timestamped', no workload.shape"
+        )
     shaped = shape_table(table, shape, str(path))
     dropped = len(table) - len(shaped)
     chosen = _select_rows(shaped, cfg, seed, path, dropped)
     timestamps = chosen["timestamp"].to_numpy() if cfg.source == "timestamped" else None
     kept = f", {dropped} dropped by workload.shape" if dropped else ""
+    sharing = Sharing.prefixes(chosen["prefix_of"].to_numpy(), chosen["shared_tokens"].to_numpy()) if prefixed else None
     return (
         chosen["prompt_tokens"].to_numpy(),
         chosen["output_tokens"].to_numpy(),
         timestamps,
         f"{cfg.trace} ({len(table)} usable rows{kept})",
+        sharing,
     )
 
 
@@ -229,8 +250,10 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
         return Workload(
             stream.arrival, stream.prompt_tokens, stream.output_tokens, stream.tier, description
         )
+    if cfg.source == "sessions":
+        return _sessions_workload(cfg, seed, root)
     shape = resolve_shape(cfg.shape, cfg.source)
-    prompt, output, timestamps, source = _requests(cfg, seed, root, shape)
+    prompt, output, timestamps, source, sharing = _requests(cfg, seed, root, shape)
     prompt, output = shape_lengths(prompt, output, shape)
     kept = shape.kept_by_total(prompt, output)
     prompt, output = prompt[kept], output[kept]
@@ -240,16 +263,58 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
         dropped = f" ({len(kept) - int(kept.sum())} dropped)" if shape.total_below is not None else ""
         source = f"{source}; {shape.describe()}{dropped}"
     n = len(prompt)
-    process = cfg.arrival.process
-    if process == "trace":
+    if cfg.arrival.process == "trace":
         arrival = replay_arrivals(timestamps, cfg.arrival.rate)
         _check_idle_gaps(arrival, cfg)
-    elif process in ("uniform", "burst"):
-        arrival = deterministic_arrivals(n, process, cfg.arrival.rate)
     else:
-        arrival = renewal_arrivals(_rng(seed, _ARRIVALS), n, cfg.arrival.rate, cfg.arrival.cv)
+        arrival = _arrivals(cfg, seed, n)
     tier = sample_tiers(_rng(seed, _TIERS), n, cfg.priority)
-    return Workload(arrival, prompt, output, tier, _describe(source, cfg, n, seed))
+    system = cfg.system_prompt
+    if system is not None and system.tokens:
+        if sharing is not None:
+            raise ConfigError("workload.system_prompt: the trace's requests share prefixes of their own already")
+        sharing = with_system_prompts(None, n, _rng(seed, _SYSTEM), system)
+        prompt = prompt + system.tokens
+        source = f"{source}; {_describe_system_prompt(system)}"
+    return Workload(arrival, prompt, output, tier, _describe(source, cfg, n, seed), sharing=sharing)
+
+
+def _arrivals(cfg: WorkloadConfig, seed: int, n: int) -> np.ndarray:
+    """``n`` arrival times by the configured process (not a replayed trace)."""
+    process = cfg.arrival.process
+    if process in ("uniform", "burst"):
+        return deterministic_arrivals(n, process, cfg.arrival.rate)
+    return renewal_arrivals(_rng(seed, _ARRIVALS), n, cfg.arrival.rate, cfg.arrival.cv)
+
+
+def _describe_system_prompt(system: SystemPromptConfig) -> str:
+    return f"a {system.tokens}-token system prompt, one of {system.prompts}"
+
+
+def _sessions_workload(cfg: WorkloadConfig, seed: int, root: Path | None) -> Workload:
+    """Closed-loop conversations (``sim.workload.sessions``): ``num_requests`` of them drawn,
+    their first turns arriving by the arrival process."""
+    if cfg.shape != ShapeConfig():
+        raise ConfigError("workload.shape: conversations cannot be reshaped (a turn's prompt is its history); remove it")
+    path = resolve_trace_path(str(cfg.trace), root)
+    table = read_sessions(path)
+    sessions = cfg.sessions or SessionsConfig()
+    count = table["conversation"].nunique() if cfg.num_requests is None else cfg.num_requests
+    chosen = conversations(table, count, _rng(seed, _ROWS), sessions)
+    starts = _arrivals(cfg, seed, count)
+    conversation_tiers = sample_tiers(_rng(seed, _TIERS), count, cfg.priority)
+    system = cfg.system_prompt if cfg.system_prompt is not None and cfg.system_prompt.tokens else None
+    arrival, prompt, output, tier, sharing = turns(
+        chosen, starts, conversation_tiers, _rng(seed, _THINK), sessions, system.tokens if system else 0
+    )
+    source = (
+        f"{cfg.trace} ({table['conversation'].nunique()} conversations): {count} conversations, "
+        f"{len(prompt)} turns, think time exponential, mean {sessions.think_time:g} s"
+    )
+    if system is not None:
+        sharing = with_system_prompts(sharing, len(prompt), _rng(seed, _SYSTEM), system, per=sharing.conversation)
+        source = f"{source}; {_describe_system_prompt(system)}"
+    return Workload(arrival, prompt, output, tier, _describe(source, cfg, len(prompt), seed), sharing=sharing)
 
 
 def with_urgency(workload: Workload, cfg: WorkloadConfig, seed: int) -> Workload:

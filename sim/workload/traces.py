@@ -1,4 +1,4 @@
-"""Trace readers: three public CSV formats in, one validated table out.
+"""Trace readers: four public CSV formats in, one validated table out.
 
 Every reader returns a DataFrame with int64 ``prompt_tokens`` and ``output_tokens`` (both >= 1)
 and, for formats that carry them, float64 ``timestamp`` seconds as recorded (Azure: seconds
@@ -27,12 +27,16 @@ import pandas as pd
 
 from sim.config import ConfigError
 
-Format = Literal["auto", "lengths", "burstgpt", "azure"]
+Format = Literal["auto", "lengths", "burstgpt", "azure", "mooncake"]
 
 LENGTHS_COLUMNS = ("num_prefill_tokens", "num_decode_tokens")
 LENGTHS_TIMESTAMP = "arrived_at"  # optional seconds column of Vidur's processed traces
 BURSTGPT_COLUMNS = ("Timestamp", "Model", "Request tokens", "Response tokens", "Log Type")
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+# a Mooncake trace as traces/build_mooncake.py ships it: each request's longest shared prefix
+# named by the earlier request it shares it with, in Mooncake's 512-token hash blocks
+MOONCAKE_COLUMNS = ("timestamp", "input_length", "output_length", "prefix_of", "shared_blocks")
+MOONCAKE_BLOCK_TOKENS = 512
 
 # 10 million tokens: above the longest context window of any model (1–10M tokens in 2025), and
 # ~730 times the KV capacity of a LLaMA-7B A10 instance — a count beyond it is a corrupt cell.
@@ -237,9 +241,37 @@ def _azure(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     return _nonempty(table.reset_index(drop=True), path)
 
 
+def _mooncake(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Also ``prefix_of`` (the earlier row whose first ``shared_tokens`` tokens it repeats, -1:
+    none) and ``shared_tokens`` (whole shared 512-token blocks, at most either prompt)."""
+    _require_columns(frame, path, MOONCAKE_COLUMNS)
+    prompt = _tokens(frame, path, "input_length", 1)
+    parent = _numbers(frame, path, "prefix_of")
+    row = pd.Series(np.arange(len(frame)), index=frame.index)
+    _cell_error(path, frame, (parent != np.floor(parent)) | (parent < -1) | (parent >= row), "prefix_of",
+                "{cell} is not -1 or the number of an earlier request (rows count from 0)")
+    parent = parent.astype(np.int64)
+    blocks = _tokens(frame, path, "shared_blocks", 0)
+    _cell_error(path, frame, (parent < 0) & (blocks > 0), "shared_blocks", "{cell} shared blocks with no prefix_of")
+    parent_prompt = prompt.to_numpy()[np.maximum(parent.to_numpy(), 0)]
+    shared = np.where(parent >= 0, np.minimum(blocks * MOONCAKE_BLOCK_TOKENS, np.minimum(prompt, parent_prompt)), 0)
+    table = pd.DataFrame(
+        {
+            "timestamp": _seconds(frame, path, "timestamp"),
+            "prompt_tokens": prompt,
+            "output_tokens": _tokens(frame, path, "output_length", 1),
+            "prefix_of": parent,
+            "shared_tokens": shared,
+        }
+    )
+    return _nonempty(table.reset_index(drop=True), path)
+
+
 def detect_format(columns: list[str] | pd.Index, path: str | Path) -> str:
     """Tell the format from the header, so configs can say ``format: auto``."""
     names = set(columns)
+    if {"prefix_of", "shared_blocks"} <= names:
+        return "mooncake"
     if {"TIMESTAMP", "ContextTokens"} <= names:
         return "azure"
     if {"Timestamp", "Request tokens"} <= names:
@@ -250,7 +282,7 @@ def detect_format(columns: list[str] | pd.Index, path: str | Path) -> str:
     raise TraceError(
         f"{path}: cannot tell the trace format from its columns ({found}); expected "
         f"{', '.join(LENGTHS_COLUMNS)} or {', '.join(AZURE_COLUMNS)} or BurstGPT's "
-        f"{', '.join(BURSTGPT_COLUMNS)}"
+        f"{', '.join(BURSTGPT_COLUMNS)} or Mooncake's {', '.join(MOONCAKE_COLUMNS)}"
     )
 
 
@@ -268,6 +300,8 @@ def read_trace(
         return _burstgpt(frame, path, burstgpt_model, burstgpt_log_type)
     if burstgpt_model is not None or burstgpt_log_type is not None:
         raise TraceError(f"{path}: Model/Log Type filters apply to BurstGPT traces, not {kind}")
+    if kind == "mooncake":
+        return _mooncake(frame, path)
     return _azure(frame, path) if kind == "azure" else _lengths(frame, path)
 
 
