@@ -50,6 +50,7 @@ CI = "the README's test command: .ci/run runs it"
 QUICKSTART = "python3.11 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/llumsim run experiments/configs/quickstart.yaml"
 SMOKE_RUN = "--set workload.num_requests=500 --out {tmp} --no-plots --quiet"  # 500: the ShareGPT shape needs them
 PAPER = "llumsim paper --smoke --out {smoke:paper_smoke} --readme {copy:docs/paper.md} --quiet"
+SESSIONS_STUDY = "tests/test_sessions_study.py::test_cache_aware_dispatch_finds_more_cached_and_the_study_writes_its_block"
 
 SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # README.md
@@ -84,6 +85,13 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
         Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
     "python -m sim.studies.pd results/pd_ratio results/pd_interference --readme README.md":
         Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
+    "llumsim run experiments/configs/sessions.yaml":
+        Runs("llumsim run experiments/configs/sessions.yaml --set workload.num_requests=60 --out {tmp} --no-plots --quiet"),
+    "llumsim run experiments/configs/system_prompt.yaml": Runs(f"llumsim run experiments/configs/system_prompt.yaml {SMOKE_RUN}"),
+    "llumsim sweep experiments/grids/sessions.yaml --jobs 2 --out results/sessions": Elsewhere(SESSIONS_STUDY),
+    "python -m sim.presentation.compact results/sessions results/prefix_cache --metrics 'prefix_cache\\.(tokens|blocks)\\..+' --metrics 'prefix_cache\\.(evictions|prefill_tokens_saved|transfer\\..+)' --metrics 'sessions\\..+'":
+        Runs("python -m sim.presentation.compact {smoke:sessions_smoke} {tmp} --metrics 'prefix_cache\\.(tokens|blocks)\\..+' --metrics 'prefix_cache\\.(evictions|prefill_tokens_saved|transfer\\..+)' --metrics 'sessions\\..+'"),
+    "python -m sim.studies.sessions results/prefix_cache --readme README.md": Elsewhere(SESSIONS_STUDY),
     "python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet --jobs 2 --readme README.md":
         Elsewhere("tests/test_fleet.py::test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_table"),
     "llumsim paper --smoke": Runs(PAPER),
