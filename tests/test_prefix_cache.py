@@ -7,11 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.config import ConfigError
 from sim.engine import Simulation
 from sim.instance.content import Content
 from sim.instance.errors import BlockLeakError
+from sim.instance.limits import blocks_for
 from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request
 from sim.workload.sessions import OPEN, Sharing
@@ -116,6 +119,65 @@ def test_an_incoming_transfer_reserves_only_the_blocks_the_destination_lacks():
     destination.check([moving, *destination._tables])
 
 
+def test_the_check_catches_a_cached_block_in_a_table_whose_tokens_differ():
+    ledger = PrefixCachingLedger(8, BLOCK)
+    mine, other = request(0, 8, Content("c")), request(1, 8, Content("d"))
+    ledger.allocate(mine, 2)
+    ledger.allocate(other, 2)
+    ledger._tables[other][0] = ledger._tables[mine][0]  # "d" would read "c"'s first block
+    ledger._refs = [2, 1, 0, 1, 0, 0, 0, 0]
+    ledger._queue[2] = None
+    ledger.free += 1
+    ledger.allocated -= 1
+    with pytest.raises(BlockLeakError, match="request 1's block 0 is block 0, cached as"):
+        ledger.check([mine, other])
+
+
+SHARED_OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["admit", "grow", "decode", "release", "reserve", "cancel", "commit"]),
+        st.integers(0, 5),  # which request
+        st.integers(1, 4),  # blocks (reserve), tokens decoded
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SHARED_OPERATIONS, st.lists(st.integers(1, 40), min_size=6, max_size=6))
+def test_every_block_is_counted_and_holds_its_holders_tokens_whatever_the_cache_is_asked(operations, prompts):
+    """INV-1 with sharing: six requests on two conversations and a system prompt, admitted,
+    grown, decoded, released and migrated in (reservations with hits) in any order."""
+    ledger = PrefixCachingLedger(16, BLOCK)
+    system = Content("system")
+    streams = [Content("a", system, 8), Content("b", system, 8), Content("c")]
+    requests = [Request(i, 0.0, prompts[i], 100, content=streams[i % 3]) for i in range(6)]
+    for name, which, amount in operations:
+        chosen, key = requests[which], ("migration", which)
+        held = ledger.held(chosen)
+        resident = held or key in ledger.reservations
+        if name == "admit" and not resident and blocks_for(chosen.seq_len, BLOCK) <= ledger.free:
+            found = ledger.allocate(chosen, blocks_for(chosen.seq_len, BLOCK))
+            assert found % BLOCK == 0 and found < chosen.seq_len
+        elif name == "grow" and held and ledger.free:
+            ledger.grow_current([(chosen, chosen.epoch)], max_blocks=12)
+        elif name == "decode" and held:  # tokens its blocks hold room for
+            chosen.generated = min(chosen.generated + amount, held * BLOCK - chosen.prompt_tokens)
+        elif name == "release":
+            ledger.release(chosen)
+        elif name == "reserve" and not held:
+            first = len(ledger.reservations.get(key, []))
+            lacking = ledger.lacking(key, chosen, first, amount)
+            assert 0 <= lacking <= amount
+            ledger.reserve(key, amount, chosen, first)
+        elif name == "cancel":
+            ledger.cancel(key)
+        elif name == "commit" and key in ledger.reservations and not held:
+            ledger.commit(key, chosen)
+        ledger.check([r for r in requests if ledger.held(r)])
+        assert ledger.free + ledger.allocated + ledger.reserved == ledger.capacity and ledger.free >= 0
+
+
 # ---------------------------------------------------------------------- whole runs
 PREFILL_PER_TOKEN = 0.0002  # LinearTimer's
 
@@ -176,3 +238,16 @@ def test_cache_aware_dispatch_sends_a_later_turn_where_its_history_is_cached():
 def test_sessions_settings_without_conversations_are_refused():
     with pytest.raises(ConfigError, match="sessions: set, but source is"):
         make_config(workload={"sessions": {"think_time": 2.0}})
+
+
+def test_the_token_budget_counts_only_what_the_prefills_compute():
+    # two 90-token prompts repeat the first 64 tokens of an earlier one: 26 new tokens each,
+    # so both fit one 100-token prefill (vLLM's v1 scheduler charges new tokens only)
+    config = make_config(cluster={"instances": 1, "ledger": "prefix-caching", "max_batched_tokens": 100})
+    workload = make_workload([0.0, 5.0, 5.0], [70, 90, 90], [2, 2, 2])
+    sharing = Sharing.prefixes([-1, 0, 0], [0, 64, 64])
+    simulation = Simulation(config, LinearTimer(), dataclasses.replace(workload, sharing=sharing))
+    simulation.run()
+    first, second, third = (simulation.request(i) for i in range(3))
+    assert second.cached_tokens == third.cached_tokens == 64
+    assert second.first_token_time == third.first_token_time  # one prefill iteration for both

@@ -52,7 +52,6 @@ from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 from sim.instance.kv_transfer import TransferModel
 from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings
-from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
@@ -314,8 +313,8 @@ class Simulation:
         locality = {}
         for instance_id in instances:
             ledger = self.instances[instance_id].llumlet.ledger
-            if isinstance(ledger, PrefixCachingLedger):
-                locality[instance_id] = ledger.cached_prefix(request)
+            if ledger.shares_blocks:
+                locality[instance_id] = ledger.cached_tokens(request) // ledger.block_size
         return locality
 
     def _able_to_serve(self, tokens: int, instances: Sequence[int]) -> Optional[list[int]]:

@@ -216,7 +216,9 @@ class BatchFormer:
                 self.waiting.pop_head()
                 self.abort(request, "exceeds_instance_limits")
                 continue
-            if seats <= 0 or q > budget or self.ledger.free - need < limits.watermark_blocks:
+            # vLLM's budget counts the tokens a prefill computes, not those found cached
+            new = q - self.ledger.cached_tokens(request) if self.ledger.shares_blocks else q
+            if seats <= 0 or new > budget or self.ledger.free - need < limits.watermark_blocks:
                 break
             self.waiting.pop_head()
             cached = self.ledger.allocate(request, need)

@@ -20,7 +20,7 @@ and a request's table here is the one place its blocks on this instance are writ
 
 from __future__ import annotations
 
-from typing import Collection, Hashable, Iterable, Optional
+from typing import ClassVar, Collection, Hashable, Iterable, Optional
 
 from mypy_extensions import mypyc_attr
 
@@ -31,6 +31,10 @@ from sim.instance.request import Request
 @mypyc_attr(allow_interpreted_subclasses=True)  # a pool's own part subclasses it (sim.instance.parts)
 class BlockLedger:
     __slots__ = ("capacity", "block_size", "allocated", "reserved", "free", "reservations", "_tables", "_free")
+
+    # whether blocks may be found cached (then ``cached_tokens`` is worth asking before an
+    # admission: vLLM's token budget counts only what a prefill computes)
+    shares_blocks: ClassVar[bool] = False
 
     def __init__(self, capacity: int, block_size: int = 16) -> None:
         self.capacity = capacity
@@ -61,6 +65,10 @@ class BlockLedger:
     def table(self, request: Request) -> tuple[int, ...]:
         """The ids of the blocks ``request`` holds here, in token order."""
         return tuple(self._tables.get(request, ()))
+
+    def cached_tokens(self, request: Request) -> int:
+        """Of ``request``'s tokens, how many its prefill here would find cached now (none)."""
+        return 0
 
     def allocate(self, request: Request, blocks: int) -> int:
         """``blocks`` more blocks into ``request``'s table (its prefill's, at admission, or

@@ -27,8 +27,9 @@ Counters for the run's metrics (``sim.metrics.prefix``): prompt tokens and full 
 blocks looked up, those found, evictions, blocks a transfer did not copy.
 
 INV-1 blocks with sharing: every block's reference count is the number of tables and
-reservations holding it; only cached blocks are shared; the free queue is exactly the
-unreferenced blocks; ``free + allocated + reserved == capacity``, where ``reserved`` counts
+reservations holding it; only cached blocks are shared, and a cached block in a request's
+table holds that request's tokens (its key is the request's for that position); the free
+queue is exactly the unreferenced blocks; ``free + allocated + reserved == capacity``, where ``reserved`` counts
 the blocks reservations took fresh (to be copied into) and ``allocated`` every other held
 block.
 """
@@ -45,6 +46,8 @@ from sim.instance.request import Request
 
 class PrefixCachingLedger(BlockLedger):
     """Paged KV blocks that keep their content after release and are shared by prefix."""
+
+    shares_blocks = True
 
     def __init__(self, capacity: int, block_size: int = 16) -> None:
         self._refs: list[int] = [0] * capacity
@@ -150,6 +153,9 @@ class PrefixCachingLedger(BlockLedger):
         tokens = request.seq_len
         return len(self._leading_hits(request, 0, (tokens - 1) // self.block_size, take=False))
 
+    def cached_tokens(self, request: Request) -> int:
+        return self.cached_prefix(request) * self.block_size
+
     # ------------------------------------------------------------------ incoming transfers
     def lacking(self, key: Hashable, request: Request, first: int, blocks: int) -> int:
         return blocks - len(self._leading_hits(request, first, blocks, key, take=False))
@@ -205,6 +211,12 @@ class PrefixCachingLedger(BlockLedger):
                 raise BlockLeakError(f"cached {content_key!r} points at block {block}, which holds {self._key_of[block]!r}")
         if sum(key is not None for key in self._key_of) != len(self._cached):
             raise BlockLeakError("a block holds content the cache does not list")
+        for request, table in self._tables.items():  # a cached block holds its holders' tokens
+            content = request.content
+            for index, block in enumerate(table):
+                key = self._key_of[block]
+                if key is not None and (content is None or key != content.block_key(index, self.block_size)):
+                    raise BlockLeakError(f"request {request.id}'s block {index} is block {block}, cached as {key!r}")
         unreferenced = {b for b in range(self.capacity) if not refs[b]}
         if (
             set(self._queue) != unreferenced
