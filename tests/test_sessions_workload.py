@@ -83,3 +83,16 @@ def test_the_ledger_finds_exactly_the_prefixes_mooncakes_hash_ids_share():
         ledger.release(request)
     expected = np.minimum(table["shared_tokens"], table["prompt_tokens"] - 1) // 16 * 16
     assert found == int(expected.sum()) > 0
+
+
+def test_a_prefix_trace_out_of_time_order_is_refused(tmp_path):
+    path = tmp_path / "unsorted.csv"
+    path.write_text("timestamp,input_length,output_length,prefix_of,shared_blocks\n5,600,5,-1,0\n1,600,5,0,1\n")
+    with pytest.raises(TraceError, match="row 3, column 'timestamp': 1 s is earlier than a row above it"):
+        read_trace(path)
+
+
+def test_a_system_prompt_cannot_be_put_before_the_artifact_clients_requests():
+    with pytest.raises(ConfigError, match="system_prompt: client 'artifact' replays"):
+        load_config(base={"name": "t", "workload": {
+            "source": "synthetic", "client": "artifact", "num_requests": 10, "system_prompt": {"tokens": 300}}})

@@ -85,8 +85,15 @@ ENTERPRISE = {"tiers": 4, "sampler": "enterprise"}
             {"tiers": 2, "sampler": "share", "high_share": 0.3},
             False,
         ),
+        (  # a later turn arrives when the run says: the workload's arrival is not it
+            {"name": "infaas++"},
+            {"source": "sessions", "trace": "traces/sharegpt/sharegpt_v3_sessions.csv", "num_requests": 5, "priority": K4},
+            ENTERPRISE,
+            False,
+        ),
     ],
-    ids=["infaas++", "K=1", "llumnix K=4", "llumnix-base", "tier-first ordering", "tier-ordered llumlets", "artifact client"],
+    ids=["infaas++", "K=1", "llumnix K=4", "llumnix-base", "tier-first ordering", "tier-ordered llumlets", "artifact client",
+         "conversations"],
 )
 def test_labels_are_left_out_of_the_simulation_key_only_where_nothing_reads_them(
     scheduler, workload, other_priority, shares
@@ -95,6 +102,12 @@ def test_labels_are_left_out_of_the_simulation_key_only_where_nothing_reads_them
     other = load_config(base={"scheduler": scheduler, "workload": {**workload, "priority": other_priority}})
     assert label_only(config) == shares
     assert (simulation_key(config) == simulation_key(other)) == shares
+
+
+def test_a_run_with_a_prefix_cache_keeps_its_own_simulation_for_its_per_tier_hits():
+    config = load_config(base={"scheduler": {"name": "infaas++"}, "cluster": {"ledger": "prefix-caching"}, "workload": {"priority": K4}})
+    assert not label_only(config)
+    assert label_only(load_config(base={"scheduler": {"name": "infaas++"}, "workload": {"priority": K4}}))
 
 
 def test_every_rule_and_mode_says_whether_it_reads_tiers_in_its_own_body():

@@ -266,6 +266,11 @@ class WorkloadConfig:
             "shaped; remove workload.shape or use client 'llumsim'",
         )
         require(
+            self.system_prompt is None or not self.system_prompt.tokens,
+            "system_prompt: client 'artifact' replays the artifact's requests as they were; "
+            "remove workload.system_prompt or use client 'llumsim'",
+        )
+        require(
             self.priority.tiers == 1 or self.priority.sampler == "share",
             f"priority.sampler: client 'artifact' draws tiers as the client did, one "
             f"high-priority Bernoulli per request with ratio priority.high_share; set sampler "

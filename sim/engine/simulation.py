@@ -364,7 +364,10 @@ class Simulation:
         of a conversation arrives after requests of higher id)."""
         if request_id < len(self.requests) and self.requests[request_id].id == request_id:
             return self.requests[request_id]
-        return next(r for r in self.requests if r.id == request_id)
+        for request in self.requests:
+            if request.id == request_id:
+                return request
+        raise KeyError(f"request {request_id} has not arrived")
 
     @property
     def migration_records(self) -> list[MigrationRecord]:

@@ -81,9 +81,11 @@ class KvTransfer:
         if not self.skip_cached:
             fresh = ledger.free - blocks >= self.destination.limits.watermark_blocks and ledger.reserve(self.key, blocks)
             return blocks if fresh else None
-        sent = ledger.lacking(self.key, request, self.copied, blocks)
-        if ledger.free - sent < self.destination.limits.watermark_blocks:
+        # the watermark counts every block of the stage, found cached or not (a hit on a
+        # free cached block leaves the free blocks too), as vLLM's migrate-in check does
+        if ledger.free - blocks < self.destination.limits.watermark_blocks:
             return None
+        sent = ledger.lacking(self.key, request, self.copied, blocks)
         if not ledger.reserve(self.key, blocks, request, self.copied):
             return None
         return sent

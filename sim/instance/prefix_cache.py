@@ -56,12 +56,13 @@ class PrefixCachingLedger(BlockLedger):
         self._queue: OrderedDict[int, None] = OrderedDict()  # free blocks, oldest freed first
         self._fresh: dict[Hashable, int] = {}  # reservation key -> blocks it took fresh
         self._leading: dict[Hashable, int] = {}  # reservation key -> its leading blocks found cached
+        self._incoming: dict[Hashable, int] = {}  # reservation key -> blocks reserved (counted at commit)
         self.prompt_tokens = 0  # looked up at admission
         self.hit_tokens = 0
         self.prompt_blocks = 0  # full prompt blocks looked up
         self.hit_blocks = 0
         self.evictions = 0
-        self.transfer_blocks = 0  # blocks of incoming transfers
+        self.transfer_blocks = 0  # blocks of committed incoming transfers
         self.transfer_hits = 0  # of which found cached here, not copied
         self.tier_tokens: dict[int, list[int]] = {}  # tier -> [prompt tokens looked up, found]
         super().__init__(capacity, block_size)
@@ -86,6 +87,7 @@ class PrefixCachingLedger(BlockLedger):
         self._tables.clear()
         self._fresh.clear()
         self._leading.clear()
+        self._incoming.clear()
         self._refs = [0] * self.capacity
         self._key_of = [None] * self.capacity
         self._cached.clear()
@@ -173,15 +175,15 @@ class PrefixCachingLedger(BlockLedger):
         self._leading[key] = self._leading.get(key, 0) + len(hits)
         self._fresh[key] = self._fresh.get(key, 0) + fresh
         self.reserved += fresh
+        self._incoming[key] = self._incoming.get(key, 0) + blocks
         self._recount()
-        self.transfer_blocks += blocks
-        self.transfer_hits += len(hits)
         return True
 
     def cancel(self, key: Hashable) -> int:
         held = self.reservations.pop(key, [])
         self.reserved -= self._fresh.pop(key, 0)
         self._leading.pop(key, None)
+        self._incoming.pop(key, None)
         self._drop(held)
         self._recount()
         return len(held)
@@ -190,7 +192,8 @@ class PrefixCachingLedger(BlockLedger):
         """The reservation is ``request``'s table here; the copied blocks are cached."""
         held = self.reservations.pop(key, [])
         self.reserved -= self._fresh.pop(key, 0)
-        self._leading.pop(key, None)
+        self.transfer_blocks += self._incoming.pop(key, 0)
+        self.transfer_hits += self._leading.pop(key, 0)
         table = self._tables.setdefault(request, [])
         table.extend(held)
         self._recount()

@@ -4,8 +4,9 @@ token cost by turn.
 Hit rates are the ledgers' (``sim.instance.prefix_cache``): prompt tokens (blocks) found
 cached over prompt tokens (full prompt blocks) looked up at admission, recompute prefills
 included; a tier's rate is over its requests' prefills. ``prefill_tokens_saved`` is the
-tokens found, which no prefill computed. A transfer's ``not_copied`` is its blocks the
-destination already held.
+tokens found, which no prefill computed. ``transfer``: the blocks of committed migrations
+and hand-offs into caching instances, and (``not_copied``) those the destination already
+held.
 """
 
 from __future__ import annotations

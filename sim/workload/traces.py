@@ -255,9 +255,13 @@ def _mooncake(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     _cell_error(path, frame, (parent < 0) & (blocks > 0), "shared_blocks", "{cell} shared blocks with no prefix_of")
     parent_prompt = prompt.to_numpy()[np.maximum(parent.to_numpy(), 0)]
     shared = np.where(parent >= 0, np.minimum(blocks * MOONCAKE_BLOCK_TOKENS, np.minimum(prompt, parent_prompt)), 0)
+    stamps = _seconds(frame, path, "timestamp")
+    # rows name earlier rows: replayed as recorded, the file's order must be the time order
+    _cell_error(path, frame, stamps < stamps.cummax(), "timestamp",
+                "{cell} s is earlier than a row above it (prefix_of counts rows in time order)")
     table = pd.DataFrame(
         {
-            "timestamp": _seconds(frame, path, "timestamp"),
+            "timestamp": stamps,
             "prompt_tokens": prompt,
             "output_tokens": _tokens(frame, path, "output_length", 1),
             "prefix_of": parent,
