@@ -252,3 +252,23 @@ def test_the_token_budget_counts_only_what_the_prefills_compute():
     first, second, third = (simulation.request(i) for i in range(3))
     assert second.cached_tokens == third.cached_tokens == 64
     assert second.first_token_time == third.first_token_time  # one prefill iteration for both
+
+
+def test_the_summary_counts_every_prefill_once_per_instance_and_once_per_tier():
+    from sim.metrics import request_table
+    from sim.metrics.prefix import prefix_cache_summary
+
+    config = make_config(
+        cluster={"instances": 2, "ledger": "prefix-caching"},
+        scheduler={"name": "llumnix", "dispatch": "cache-aware"},
+        workload={"source": "sessions", "trace": "traces/sharegpt/sharegpt_v3_sessions.csv", "num_requests": 30,
+                  "arrival": {"rate": 1.0}, "priority": {"tiers": 2}},
+    )
+    result = Simulation(config, LinearTimer(), transfer=make_transfer()).run()
+    summary = prefix_cache_summary(result)
+    counters = result.prefix_cache.values()
+    assert summary["tokens"]["looked_up"] == sum(c["prompt_tokens"] for c in counters)
+    assert sum(sum(c["by_tier"].get(t, (0,))[0] for c in counters) for t in (0, 1)) == summary["tokens"]["looked_up"]
+    found = sum(c["hit_tokens"] for c in counters)
+    assert found == summary["prefill_tokens_saved"] == request_table(result)["cached_tokens"].sum() > 0
+    assert set(summary["by_tier"]) == {"0", "1"} and set(summary["by_instance"]) == {"0", "1"}

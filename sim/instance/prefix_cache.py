@@ -64,7 +64,8 @@ class PrefixCachingLedger(BlockLedger):
         self.evictions = 0
         self.transfer_blocks = 0  # blocks of committed incoming transfers
         self.transfer_hits = 0  # of which found cached here, not copied
-        self.tier_tokens: dict[int, list[int]] = {}  # tier -> [prompt tokens looked up, found]
+        # tier -> [prompt tokens looked up, found, full prompt blocks looked up, found]
+        self.by_tier: dict[int, list[int]] = {}
         super().__init__(capacity, block_size)
 
     def counters(self) -> dict[str, object]:
@@ -77,7 +78,7 @@ class PrefixCachingLedger(BlockLedger):
             "evictions": self.evictions,
             "transfer_blocks": self.transfer_blocks,
             "transfer_hits": self.transfer_hits,
-            "tier_tokens": {tier: tuple(pair) for tier, pair in self.tier_tokens.items()},
+            "by_tier": {tier: tuple(counts) for tier, counts in self.by_tier.items()},
         }
 
     def clear(self) -> None:
@@ -112,9 +113,11 @@ class PrefixCachingLedger(BlockLedger):
         self._remember(request, table, tokens // size)  # the prefill computes every token
         self.prompt_tokens += tokens
         self.hit_tokens += len(hits) * size
-        per_tier = self.tier_tokens.setdefault(request.tier, [0, 0])
+        per_tier = self.by_tier.setdefault(request.tier, [0, 0, 0, 0])
         per_tier[0] += tokens
         per_tier[1] += len(hits) * size
+        per_tier[2] += tokens // size
+        per_tier[3] += len(hits)
         self.prompt_blocks += tokens // size
         self.hit_blocks += len(hits)
         return len(hits) * size

@@ -38,10 +38,10 @@ def prefix_cache_summary(result: SimulationResult) -> Optional[dict[str, Any]]:
 
     tiers: dict[int, list[int]] = {}
     for c in counters.values():
-        for tier, (looked_up, found) in c["tier_tokens"].items():
-            pair = tiers.setdefault(int(tier), [0, 0])
-            pair[0] += looked_up
-            pair[1] += found
+        for tier, counts in c["by_tier"].items():
+            summed = tiers.setdefault(int(tier), [0, 0, 0, 0])
+            for position, count in enumerate(counts):
+                summed[position] += count
     return {
         "tokens": {"looked_up": total("prompt_tokens"), "hit": total("hit_tokens"),
                    "hit_rate": _rate(total("hit_tokens"), total("prompt_tokens"))},
@@ -58,7 +58,10 @@ def prefix_cache_summary(result: SimulationResult) -> Optional[dict[str, Any]]:
             }
             for i, c in sorted(counters.items())
         },
-        "by_tier": {str(tier): {"token_hit_rate": _rate(found, looked_up)} for tier, (looked_up, found) in sorted(tiers.items())},
+        "by_tier": {
+            str(tier): {"token_hit_rate": _rate(found, looked_up), "block_hit_rate": _rate(blocks_found, blocks)}
+            for tier, (looked_up, found, blocks, blocks_found) in sorted(tiers.items())
+        },
     }
 
 
