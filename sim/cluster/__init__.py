@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from sim.cluster import cache_aware  # noqa: F401  (registers the cache-aware dispatch rule)
 from sim.cluster.dispatch import (
     DISPATCH_RULES,
     DispatchInfo,

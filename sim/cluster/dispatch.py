@@ -36,6 +36,9 @@ from sim.instance.load import LoadReport, artifact_dispatch_load, block_load, di
 # dispatch_load: a high-priority request keeps the normal choice unless some instance's
 # priority load is below this (``minn_load = 10000``)
 ARTIFACT_PRIORITY_LOAD_CEILING: Final = 10000.0
+# Llumnix's REMAININGSTEPS_BUSY_THRESHOLD (main 24220fb, ``llumnix/constants.py`` 108): an
+# instance with fewer remaining steps is busy, and cache-aware dispatch passes it over
+BUSY_REMAINING_STEPS: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +258,35 @@ class SloAware(ArtifactLoad):
 
 
 DISPATCH_RULES.register("slo-aware")(SloAware)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class CacheAware(ArtifactLoad):
+    """Llumnix's ``CacheAware`` dispatch (main 24220fb, ``llumnix/global_scheduler/
+    dispatch_policy.py`` 286-350; added in 0b491814): among the instances that are not busy
+    (``dispatch_filter.py`` ``MetricBasedFilter``: remaining steps below
+    ``BUSY_REMAINING_STEPS``), the one holding the longest cached prefix of the request; with
+    none, the ``load`` rule. Llumnix hashes 256-token chunks and asks a meta service; here
+    the instances' own blocks are looked up (``DispatchInfo.cached_blocks``), so the locality
+    is exact and current. Ties in the prefix go to the lower load, the ``load`` rule's
+    dispatch load (Llumnix's remaining steps, negated)."""
+
+    reads_cache: ClassVar[bool] = True
+    reads_tiers: ClassVar[bool] = False  # only through its priority mode, in the load
+
+    def choose(self, view: ClusterView, request: DispatchInfo) -> int:
+        cached = request.cached_blocks
+        if cached:
+            holding = [i for i in view.instances if cached.get(i, 0) > 0]
+            if holding:
+                loads = {i: self.load(view, i, request.tier) for i in holding}
+                available = [i for i in holding if -loads[i] >= BUSY_REMAINING_STEPS]
+                if available:
+                    return min(reversed(available), key=lambda i: (-cached[i], loads[i]))
+        return super().choose(view, request)
+
+
+DISPATCH_RULES.register("cache-aware")(CacheAware)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
