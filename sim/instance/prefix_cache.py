@@ -108,6 +108,7 @@ class PrefixCachingLedger(BlockLedger):
             return 0
         tokens, size = request.seq_len, self.block_size
         hits = self._leading_hits(request, 0, min(blocks, (tokens - 1) // size))
+        self._acquire(hits)
         table = self._tables[request] = hits + self._take(blocks - len(hits))
         self._recount()
         self._remember(request, table, tokens // size)  # the prefill computes every token
@@ -156,22 +157,22 @@ class PrefixCachingLedger(BlockLedger):
         """How many of ``request``'s leading blocks (up to its next prefill's hit cap) are
         cached here now."""
         tokens = request.seq_len
-        return len(self._leading_hits(request, 0, (tokens - 1) // self.block_size, take=False))
+        return len(self._leading_hits(request, 0, (tokens - 1) // self.block_size))
 
     def cached_tokens(self, request: Request) -> int:
         return self.cached_prefix(request) * self.block_size
 
     # ------------------------------------------------------------------ incoming transfers
     def lacking(self, key: Hashable, request: Request, first: int, blocks: int) -> int:
-        return blocks - len(self._leading_hits(request, first, blocks, key, take=False))
+        return blocks - len(self._leading_hits(request, first, blocks, key))
 
     def reserve(self, key: Hashable, blocks: int, request: Optional[Request] = None, first: int = 0) -> bool:
-        hits = self._leading_hits(request, first, blocks, key, take=False) if request is not None else []
+        hits = self._leading_hits(request, first, blocks, key)
         fresh = blocks - len(hits)
         newly_referenced = fresh + sum(1 for block in hits if not self._refs[block])
         if newly_referenced > self.free:
             return False
-        hits = self._leading_hits(request, first, blocks, key) if hits else []
+        self._acquire(hits)
         held = self.reservations.setdefault(key, [])
         held.extend(hits)
         held.extend(self._take(fresh))
@@ -236,12 +237,10 @@ class PrefixCachingLedger(BlockLedger):
             )
 
     # ------------------------------------------------------------------ blocks
-    def _leading_hits(
-        self, request: Optional[Request], first: int, blocks: int, key: Hashable = None, take: bool = True
-    ) -> list[int]:
+    def _leading_hits(self, request: Optional[Request], first: int, blocks: int, key: Hashable = None) -> list[int]:
         """The cached blocks holding ``request``'s blocks ``first`` onwards, up to ``blocks``
         of them, while every block before them was found too (a transfer's earlier stages,
-        under reservation ``key``); ``take``: referenced, off the free queue."""
+        under reservation ``key``). A lookup: nothing changes."""
         content = request.content if request is not None else None
         if content is None or (first and self._leading.get(key, 0) != first):
             return []
@@ -251,13 +250,16 @@ class PrefixCachingLedger(BlockLedger):
             if block is None:
                 break
             hits.append(block)
-        if take:
-            for block in hits:
-                if not self._refs[block]:
-                    del self._queue[block]
-                    self.free -= 1
-                self._refs[block] += 1
         return hits
+
+    def _acquire(self, hits: list[int]) -> None:
+        """One more reference on each of ``hits`` (cached blocks found); a free one leaves the
+        free queue."""
+        for block in hits:
+            if not self._refs[block]:
+                del self._queue[block]
+                self.free -= 1
+            self._refs[block] += 1
 
     def _take(self, blocks: int) -> list[int]:
         """``blocks`` blocks from the free queue's head, their old content evicted."""
