@@ -43,6 +43,18 @@ RUNS: dict[str, tuple[Path, list[str]]] = {
     "priorities": (CONFIGS / "paper" / "fig13_priorities.yaml", ["workload.num_requests=3000"]),
     "artifact-s-s": (CONFIGS / "paper" / "fig11_ss.yaml", ["workload.num_requests=3000"]),
     "burstgpt": (CONFIGS / "paper" / "fig11_burstgpt.yaml", ["workload.num_requests=3000"]),
+    # prefill/decode disaggregation: each hand-off scheme, adaptive PD's moves, a live copy
+    "pd-llumnix": (CONFIGS / "pd.yaml", ["workload.num_requests=2000"]),
+    "pd-immediate": (CONFIGS / "pd.yaml", ["workload.num_requests=2000", "pd.pairing=immediate"]),
+    "pd-layerwise": (
+        CONFIGS / "pd.yaml",
+        ["workload.num_requests=2000", "pd.pairing=immediate", "pd.layerwise=true"],
+    ),
+    "pd-adaptive": (CONFIGS / "pd.yaml", ["workload.num_requests=2000", "pd.adaptive=true", "workload.arrival.rate=8"]),
+    "pd-live": (CONFIGS / "pd.yaml", ["workload.num_requests=2000", "pd.copy=live"]),
+    # the prefix cache: conversations with cache-aware dispatch, system prompts with migration
+    "sessions": (CONFIGS / "sessions.yaml", ["workload.num_requests=300"]),
+    "system-prompt": (CONFIGS / "system_prompt.yaml", ["workload.num_requests=1500"]),
 }
 
 
