@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sim.instance.former_io import BatchEvents
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpoint
@@ -18,7 +19,7 @@ def make_parts(capacity=100, tiers=1, headroom=(), watermark=0):
     status, ledger = InstanceStatus(), BlockLedger(capacity)
     waiting = WaitingQueue(1, tiers, limits.block_size)
     done: list[Request] = []
-    batches = BatchFormer(0, limits, LinearTimer(), lambda: 0.0, waiting, ledger, done.append)
+    batches = BatchFormer(0, limits, LinearTimer(), lambda: 0.0, waiting, ledger, BatchEvents(done.append))
     endpoint = MigrationEndpoint(0, limits, status, ledger, waiting, batches)
     reporter = LoadReporter(endpoint, headroom)
     return status, waiting, batches, endpoint, reporter

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from sim.instance.former_io import BatchEvents
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import LlumletLimits
@@ -36,7 +37,7 @@ def test_each_step_pays_the_detokenizer_for_every_output_token_its_requests_hold
     limits = LlumletLimits(capacity_blocks=100)
     waiting = WaitingQueue(1, 1, limits.block_size)
     done: list[Request] = []
-    batches = BatchFormer(0, limits, timer, lambda: 0.0, waiting, BlockLedger(100), done.append)
+    batches = BatchFormer(0, limits, timer, lambda: 0.0, waiting, BlockLedger(100), BatchEvents(done.append))
     first, second = Request(0, 0.0, 20, 6), Request(1, 0.0, 30, 6)
     waiting.push(first)
     waiting.push(second)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from sim.instance.former_io import BatchEvents
 from sim.instance.limits import LlumletLimits
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import freeness_full, freeness_normal
@@ -25,7 +26,7 @@ def make_llumlet(capacity=100, **limits) -> tuple[Llumlet, list[Request]]:
     done: list[Request] = []
     llumlet = Llumlet(
         0, LlumletLimits(capacity_blocks=capacity, **limits), LinearTimer(), clock=Clock(),
-        on_done=done.append,
+        events=BatchEvents(done.append),
     )
     return llumlet, done
 

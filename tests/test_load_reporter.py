@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sim.instance.former_io import BatchEvents
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpoint
@@ -49,7 +50,7 @@ def test_a_report_carries_each_count_under_its_own_name():
     limits = LlumletLimits(capacity_blocks=300, tiers=3, watermark_blocks=6)
     status, ledger = InstanceStatus(), BlockLedger(limits.capacity_blocks)
     waiting = WaitingQueue(3, 3, limits.block_size)
-    batches = BatchFormer(9, limits, LinearTimer(), lambda: 0.0, waiting, ledger, lambda r: None)
+    batches = BatchFormer(9, limits, LinearTimer(), lambda: 0.0, waiting, ledger, BatchEvents())
     endpoint = MigrationEndpoint(9, limits, status, ledger, waiting, batches)
     reporter = LoadReporter(endpoint, (40.0, 11.0, 0.0))
     run_prefill(batches, waiting, Request(0, 0.0, 100, 50, tier=2), Request(1, 0.0, 60, 50, tier=0))

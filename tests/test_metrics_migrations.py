@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from sim.engine import Simulation, SimulationResult
-from sim.instance.migration import MigrationMode, MigrationOutcome, MigrationRecord
+from sim.instance.migration import MigrationOutcome, MigrationRecord
+from sim.instance.transfer_plan import MigrationMode
 from sim.instance.request import Request
 from sim.metrics import migration_table, request_table, write_run, write_timeline
 from sim.metrics.summary import migration_summary, migrating_fractions

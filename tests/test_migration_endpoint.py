@@ -12,16 +12,15 @@ def test_the_endpoint_suspends_at_a_boundary_resumes_releases_and_accepts():
     moving, staying = Request(0, 0.0, 32, 50), Request(1, 0.0, 32, 50)
     run_prefill(batches, waiting, moving, staying)
     answers: list[bool] = []
-    batches.busy = True  # an iteration runs: the suspension waits for its boundary
     endpoint.request_suspension(moving, answers.append)
-    assert answers == [] and moving in batches.running
+    assert answers == [] and moving in batches.running  # waits for the iteration boundary
     batches.next_batch()
     assert answers == [True] and moving.state is RequestState.SUSPENDED and batches.ledger.held(moving) == 2
     endpoint.resume(moving)  # the migration aborted: batched again from the next step
     batches.next_batch()
     assert moving in batches.running
-    batches.busy = False  # idle: applied at once
     endpoint.request_suspension(moving, answers.append)
+    batches.next_batch()
     endpoint.release_suspended(moving)  # committed elsewhere: its blocks come back
     assert answers == [True, True] and batches.ledger.held(moving) == 0 and batches.holders() == [staying]
     arriving = Request(2, 0.0, 32, 50)

@@ -8,6 +8,7 @@ import pytest
 
 from sim.config import ConfigError
 from sim.engine import Simulation
+from sim.engine.setup import check_names
 from sim.metrics import request_table
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, migration_table
@@ -199,13 +200,16 @@ def test_adaptive_pd_packs_decoding_prefill_instances_and_eases_a_busy_decode_in
         ([{"name": "p", "role": "prefill"}, {"name": "d", "role": "decode"}], {"copy": "stream"}, "pd.copy"),
         ([{"name": "p", "role": "prefill"}, {"name": "d", "role": "decode"}], {"layerwise": True, "pairing": "llumnix"},
          "pd.layerwise: .* needs pd.pairing: immediate"),
+        ([{"name": "p", "role": "prefill"}, {"name": "d", "role": "decode"}], {"pairing": "nearest"},
+         r"pd.pairing: unknown hand-off rule 'nearest' \(known: immediate, llumnix\)"),
         ([{"name": "a", "role": "prefil"}], None, r"pools\[0\]\.role: 'prefil' is not one of"),
     ],
 )
 def test_a_cluster_that_cannot_disaggregate_is_refused_naming_the_key(pools, pd, message):
+    # the config's own checks when it loads, then the rules it names, before a run is built
     sections = {"pools": pools, **({"pd": pd} if pd else {})}
     with pytest.raises(ConfigError, match=message):
-        make_config(**sections)
+        check_names(make_config(**sections))
 
 
 def test_the_summary_counts_hand_offs_apart_from_balance_migrations_with_their_bytes_and_roles():
@@ -243,7 +247,8 @@ def test_a_run_without_roles_has_no_pd_section():
 def test_a_request_lost_where_a_recompute_migration_just_moved_it_is_owned_by_no_migration_after_its_retry():
     # found by the property test: such a request kept the committed record, so once prefilled
     # again on a prefill instance its hand-off was refused for ever (a stall)
-    from sim.instance.migration import MigrationMode, MigrationRecord
+    from sim.instance.migration import MigrationRecord
+    from sim.instance.transfer_plan import MigrationMode
     from sim.instance.request import Request
 
     request = Request(7, 0.0, 64, 8)

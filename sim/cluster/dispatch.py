@@ -31,14 +31,17 @@ from sim.cluster.slo_predictor import predict
 from sim.cluster.view import ClusterView
 from sim.config import SchedulerConfig
 from sim.config.registry import Registry
-from sim.instance.load import LoadReport, artifact_dispatch_load, block_load, dispatch_freeness
+from sim.instance.load import (
+    BUSY_REMAINING_STEPS,
+    LoadReport,
+    artifact_dispatch_load,
+    block_load,
+    dispatch_freeness,
+)
 
 # dispatch_load: a high-priority request keeps the normal choice unless some instance's
 # priority load is below this (``minn_load = 10000``)
 ARTIFACT_PRIORITY_LOAD_CEILING: Final = 10000.0
-# Llumnix's REMAININGSTEPS_BUSY_THRESHOLD (main 24220fb, ``llumnix/constants.py`` 108): an
-# instance with fewer remaining steps is busy, and cache-aware dispatch passes it over
-BUSY_REMAINING_STEPS: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)

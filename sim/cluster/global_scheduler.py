@@ -151,11 +151,12 @@ class GlobalScheduler:
         report: Optional[LoadReport],
         model: Optional[InstanceModel] = None,
         pool: str = "cluster",
+        role: str = "mixed",
     ) -> None:
         """The instance accepts dispatches; ``report`` is its first load report, if any,
-        ``model`` its pool's replica model and limits (what SLO prediction times) and
-        ``pool`` that pool's name."""
-        self.view.add(instance_id, model, pool)
+        ``model`` its pool's replica model and limits (what SLO prediction times), ``pool``
+        that pool's name and ``role`` its role."""
+        self.view.add(instance_id, model, pool, role)
         self.dispatch_rule.added(self.view, instance_id)
         if report is not None:
             self.observe({instance_id: report})
@@ -204,14 +205,7 @@ class GlobalScheduler:
         other limits): the rule chooses as if they were the only ones."""
         if self._unsettled:
             self._settle()
-        if among is None:
-            target = self.dispatch_rule.choose(self.view, request)
-        else:
-            every, self.view.instances = self.view.instances, among
-            try:
-                target = self.dispatch_rule.choose(self.view, request)
-            finally:
-                self.view.instances = every
+        target = self.dispatch_rule.choose(self.view if among is None else self.view.among(among), request)
         if self.settings.count_dispatched_load:
             self.view.note_dispatch(target, request.demand_blocks)
         self.dispatch_rule.dispatched(self.view, target)
@@ -223,13 +217,7 @@ class GlobalScheduler:
         prefill/decode disaggregation)."""
         if self.pairing_rule is None:
             return {}
-        if among is None:
-            return dict(self.pairing_rule.pair(self.view))
-        every, self.view.instances = self.view.instances, among
-        try:
-            return dict(self.pairing_rule.pair(self.view))
-        finally:
-            self.view.instances = every
+        return dict(self.pairing_rule.pair(self.view if among is None else self.view.among(among)))
 
     def destination_for(self, source: int) -> Optional[int]:
         return None if self.pairing_rule is None else self.pairing_rule.pairs.get(source)

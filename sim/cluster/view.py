@@ -13,8 +13,9 @@ class ClusterView:
     """The latest report of every reporting instance (draining ones too: they are migration
     sources), the instances that accept dispatches, and the demand dispatched to each since
     its last report (so a burst between two reports does not all land on one instance); and
-    what is static: each instance's pool, replica model and limits, and each tier's SLO
-    targets. Rules that treat pools apart read ``pools()``."""
+    what is static: each instance's pool, its pool's role (prefill/decode disaggregation),
+    replica model and limits, and each tier's SLO targets. Rules that treat pools apart read
+    ``pools()``; a rule choosing among some instances only gets ``among(...)``."""
 
     def __init__(self, slo_targets: Sequence[SloTargetConfig] = ()) -> None:
         self.instances: list[int] = []  # accept dispatches, in id order
@@ -22,12 +23,16 @@ class ClusterView:
         self.pending: dict[int, int] = {}  # blocks dispatched since the instance's last report
         self.models: dict[int, InstanceModel] = {}  # where the engine said (SLO prediction)
         self.pool_of: dict[int, str] = {}  # every instance ever added -> its pool's name
+        self.role_of: dict[int, str] = {}  # every instance ever added -> its pool's role
         self.slo_targets = tuple(slo_targets)  # per tier, empty without SLOs
 
-    def add(self, instance_id: int, model: Optional[InstanceModel] = None, pool: str = "cluster") -> None:
+    def add(
+        self, instance_id: int, model: Optional[InstanceModel] = None, pool: str = "cluster", role: str = "mixed"
+    ) -> None:
         if model is not None:
             self.models[instance_id] = model
         self.pool_of[instance_id] = pool
+        self.role_of[instance_id] = role
         if instance_id not in self.instances:
             self.instances.append(instance_id)
             self.instances.sort()
@@ -39,6 +44,19 @@ class ClusterView:
             self.instances.remove(instance_id)
         self.pending.pop(instance_id, None)
         self.reports.pop(instance_id, None)
+
+    def among(self, instances: list[int]) -> "ClusterView":
+        """This view with only ``instances`` taking dispatches (those able to serve a request
+        when pools differ, the entry or decode instances of disaggregated pools): what a rule
+        choosing among them sees. It shares every report and count with this view."""
+        narrowed = ClusterView(self.slo_targets)
+        narrowed.instances = instances
+        narrowed.reports = self.reports
+        narrowed.pending = self.pending
+        narrowed.models = self.models
+        narrowed.pool_of = self.pool_of
+        narrowed.role_of = self.role_of
+        return narrowed
 
     def pools(self) -> dict[str, list[int]]:
         """The instances that accept dispatches, by pool (pools in the order first seen,

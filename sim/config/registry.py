@@ -32,6 +32,10 @@ class Registry(Generic[T]):
 
         return add
 
+    def unregister(self, name: str) -> None:
+        """Forget ``name`` (a rule registered for one test, or one experiment)."""
+        del self._entries[name]
+
     def names(self) -> list[str]:
         return sorted(self._entries)
 

@@ -316,7 +316,7 @@ class PdConfig:
     spare, and moves a request from a busy decode instance to a prefill instance running
     nothing (``migration_scheduler.py`` 250-271)."""
 
-    pairing: Literal["immediate", "llumnix"] = "immediate"
+    pairing: str = "immediate"  # a hand-off rule (sim.cluster.handoff.HANDOFF_RULES)
     copy: Literal["blocking", "live"] = "blocking"
     adaptive: bool = False
     # the prefill instance sends each layer's KV as the layer is computed (Splitwise, ISCA'24,
@@ -324,13 +324,6 @@ class PdConfig:
     # first token has only the last layer's share left to copy, or what the prefill did not
     # cover; needs immediate, blocking
     layerwise: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
-
-    def __post_init__(self) -> None:
-        require(
-            not self.layerwise or (self.pairing == "immediate" and self.copy == "blocking"),
-            "pd.layerwise: streams the KV during the prefill to the decode instance chosen for it; "
-            "it needs pd.pairing: immediate and pd.copy: blocking",
-        )
 
 
 @dataclass

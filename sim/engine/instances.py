@@ -120,13 +120,11 @@ class StepLoop:
         batch = batches.next_batch()
         env = self.env
         if batch is None:
-            batches.busy = False
             wake = self.runtime.wake = env.event()
             wake.callbacks.append(self._step)
             self._pending = wake
             self._went_idle()
             return
-        batches.busy = True
         if self._step_reports is not None:
             self._report = self.reporter.report()
             self._drops_reported = batches.drops  # this report shows any drop of this step

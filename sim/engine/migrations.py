@@ -5,27 +5,30 @@ decision; which request moves is the source llumlet's (``sim.instance.candidates
 stages and handshake are ``sim.instance.migration.migrate``. This module wires them to time
 and takes both endpoints (``MigrationEndpoint.in_flight``) the moment a migration is
 created (not when its process first runs), so nothing decided later in the same instant —
-a drain, a removal — can pull an instance out from under a migration.
+a drain, a removal — can pull an instance out from under a migration. It also keeps the
+records current as a moved request comes back to life at its destination, from what the
+destination's batch former reports (``prefilled``, ``joined``): the former only reports.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 import simpy
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.llumlet import Llumlet
 from sim.instance.kv_transfer import TransferModel
-from sim.instance.migration import BALANCE, MigrationOutcome, MigrationRecord, MigrationSettings, migrate
-from sim.instance.request import Request
+from sim.instance.migration import BALANCE, MigrationOutcome, MigrationRecord, migrate
+from sim.instance.request import Request, RequestState
+from sim.instance.transfer_plan import TransferPlan
 
 
 class MigrationLauncher:
     def __init__(
         self,
         env: simpy.Environment,
-        settings: MigrationSettings,
+        plan: TransferPlan,
         transfer_from: Callable[[MigrationEndpoint], TransferModel | None],
         wake: Callable[[MigrationEndpoint], None],
         stage_fails: Callable[[], bool],
@@ -34,7 +37,7 @@ class MigrationLauncher:
         on_start: Callable[[int], None] = lambda destination_id: None,
     ) -> None:
         self.env = env
-        self.settings = settings
+        self.plan = plan  # a balance migration's (the run's migration settings)
         self.transfer_from = transfer_from  # the transfer model of a migration out of a source
         self.wake = wake
         self.stage_fails = stage_fails
@@ -50,15 +53,11 @@ class MigrationLauncher:
         request: Request,
         source: Llumlet,
         destination: Llumlet,
-        settings: MigrationSettings | None = None,
+        plan: TransferPlan | None = None,
         kind: str = BALANCE,
-        links: Sequence = (),
-        head_start: tuple[float, float] = (0.0, 0.0),
     ) -> MigrationRecord:
         """Start moving ``request`` (running on ``source``, or held there for its hand-off)
-        to ``destination`` now; ``settings``: this move's own (a hand-off's), else the run's;
-        ``links``: what each copy holds while it runs, ``head_start``: a layer-wise copy's
-        (``sim.instance.kv_transfer``)."""
+        to ``destination`` now; ``plan``: this move's own (a hand-off's), else the run's."""
         batches = source.batches
         if request.migration is not None:
             raise ValueError(f"request {request.id} is moving already (migration {request.migration})")
@@ -71,7 +70,7 @@ class MigrationLauncher:
             request_id=request.id,
             source=source.id,
             destination=destination.id,
-            mode=(settings or self.settings).mode,
+            mode=(plan or self.plan).mode,
             start=self.env.now,
             kind=kind,
         )
@@ -81,9 +80,9 @@ class MigrationLauncher:
         request.moving(record)
         ends = source.endpoint, destination.endpoint
         for end in ends:  # taken now: nothing later this instant can remove either
-            end.in_flight += 1
+            end.migration_started()
         self.on_start(destination.id)
-        self._processes.append(self.env.process(self._run(*ends, request, record, settings or self.settings, links, head_start)))
+        self._processes.append(self.env.process(self._run(*ends, request, record, plan or self.plan)))
         return record
 
     def _run(
@@ -92,9 +91,7 @@ class MigrationLauncher:
         destination: MigrationEndpoint,
         request: Request,
         record: MigrationRecord,
-        settings: MigrationSettings,
-        links: Sequence,
-        head_start: tuple[float, float],
+        plan: TransferPlan,
     ):
         yield from migrate(
             self.env,
@@ -102,21 +99,42 @@ class MigrationLauncher:
             destination,
             request,
             record,
-            settings,
+            plan,
             self.transfer_from(source),
             self.wake,
             stage_fails=self.stage_fails,
             handshake_timeout=self.handshake_timeout,
-            links=links,
-            head_start=head_start,
         )
-        source.in_flight -= 1
-        destination.in_flight -= 1
+        source.migration_ended()
+        destination.migration_ended()
         if record.outcome is MigrationOutcome.COMMITTED:
             self.committed += 1
             if record.kind == BALANCE:
                 self.on_commit(source.id)
         # after an abort the pair waits for the next pairing round
+
+    # ------------------------------------------------------------------ at the destination
+    def prefilled(self, instance_id: int, request: Request, prefill_seconds: float) -> None:
+        """``request``'s prefill on ``instance_id`` ended. A recompute migration to it ends
+        there: the re-prefill was its downtime, and, batched at once, it rejoins with no
+        delay (held out of the batch for a hand-off, or finished, it does not rejoin)."""
+        record = request.migration
+        if record is None or record.destination != instance_id:
+            return
+        now = self.env.now
+        record.rebuilt(now, prefill_seconds)
+        if request.done:
+            return
+        if request.state is RequestState.RUNNING:
+            record.rejoined(now)
+        request.settled(record)
+
+    def joined(self, instance_id: int, request: Request) -> None:
+        """``request`` is batched on ``instance_id`` again: a migration to it ends here."""
+        record = request.migration
+        if record is not None and record.destination == instance_id:
+            record.rejoined(self.env.now)
+            request.settled(record)
 
     def in_flight_processes(self) -> list:
         return [process for process in self._processes if process.is_alive]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from sim.cluster.adaptive_headroom import HeadroomController
 from sim.config import ClusterConfig, ConfigError, PoolConfig, SchedulerConfig, SimulationConfig
-from sim.config.schema import AdaptiveHeadroomConfig, OverheadConfig
+from sim.config.schema import AdaptiveHeadroomConfig, OverheadConfig, PdConfig
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
@@ -22,6 +22,7 @@ from sim.instance.virtual_usage import tier_headroom_blocks
 
 if TYPE_CHECKING:
     from sim.cluster.global_scheduler import Preset
+    from sim.cluster.handoff import HandoffRule
     from sim.cluster.scaling import ScalingRule
     from sim.hardware import ReplicaModel
     from sim.instance.candidates import CandidateRule
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
 
 class NamedRules(NamedTuple):
     """The rules a config names, looked up: the scheduler's resolved preset, the scaling
-    rule's class and the migration candidate rule."""
+    rule's class, the migration candidate rule and, with pool roles, the hand-off rule's
+    class."""
 
     settings: "Preset"
     scaling: "type[ScalingRule]"
     candidate: "CandidateRule"
+    handoff: "Optional[type[HandoffRule]]"
 
 
 def check_names(config: SimulationConfig) -> NamedRules:
@@ -44,6 +47,7 @@ def check_names(config: SimulationConfig) -> NamedRules:
     from sim.cluster.scaling import scale_out_pool
     from sim.cluster.dispatch import DISPATCH_RULES
     from sim.cluster.global_scheduler import NO_PAIRING
+    from sim.cluster.handoff import HANDOFF_RULES
     from sim.cluster.ordering import ARRIVAL_ORDERINGS
     from sim.cluster.pairing import PAIRING_RULES
     from sim.instance.candidates import CANDIDATE_RULES
@@ -65,10 +69,20 @@ def check_names(config: SimulationConfig) -> NamedRules:
         _check_one_model(config)
     if config.autoscale.enabled:
         scale_out_pool(config.autoscale.pool, [pool.name for pool in config.instance_pools()])
+    handoff = None
+    if any(pool.role != "mixed" for pool in config.instance_pools()):
+        pd = config.pd or PdConfig()
+        handoff = HANDOFF_RULES.get(pd.pairing)
+        if pd.layerwise and not (handoff.decides_at_first_token and pd.copy == "blocking"):
+            raise ConfigError(
+                "pd.layerwise: streams the KV during the prefill to the decode instance chosen for it; "
+                "it needs pd.pairing: immediate (a rule that decides at the first token) and pd.copy: blocking"
+            )
     return NamedRules(
         settings,
         SCALING_RULES.get(config.autoscale.rule),
         CANDIDATE_RULES.get(config.migration.candidate or settings.candidate),
+        handoff,
     )
 
 

@@ -29,7 +29,8 @@ from sim.config import PoolConfig, SimulationConfig
 from sim.config.schema import AdaptiveHeadroomConfig, PdConfig
 from sim.engine import inspection
 from sim.engine.faults import FaultInjector
-from sim.engine.handoffs import Handoffs
+from sim.engine.former_events import InstanceEvents
+from sim.engine.handoffs import Handoffs, pool_role
 from sim.engine.idle_watch import IdleWatch
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.instances import InstanceRuntime, StepLog, StepLoop
@@ -51,10 +52,12 @@ from sim.instance.limits import BatchTimer, blocks_for
 from sim.instance.llumlet import Llumlet
 from sim.instance.load import LoadReport
 from sim.instance.kv_transfer import TransferModel
-from sim.instance.migration import MigrationMode, MigrationRecord, MigrationSettings
+from sim.instance.migration import MigrationRecord
+from sim.instance.transfer_plan import MigrationMode, TransferPlan
 from sim.instance.request import Request, RequestState
 
 if TYPE_CHECKING:
+    from sim.cluster.handoff import HandoffRule
     from sim.workload.build import Workload
 
 ABORT_NO_INSTANCE = "no_live_instance"
@@ -133,7 +136,7 @@ class Simulation:
         rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, random fallback
         self.fallback = FrontendFallback(rng)
         self.fallback_kind: Optional[str] = None  # set while the global scheduler is down
-        self.migrations, self.handoffs = self._movers(disaggregated)
+        self.migrations, self.handoffs = self._movers(rules.handoff)
         self.scaler = (
             Scaler(
                 self.env,
@@ -162,12 +165,12 @@ class Simulation:
         )
         self._started = False
 
-    def _movers(self, disaggregated: bool) -> tuple[MigrationLauncher, Optional[Handoffs]]:
+    def _movers(self, handoff_rule: Optional[type[HandoffRule]]) -> tuple[MigrationLauncher, Optional[Handoffs]]:
         """What moves requests between instances: the migration launcher and, with pool
         roles, the prefill-to-decode hand-offs started through it."""
         migrations = MigrationLauncher(
             self.env,
-            MigrationSettings(
+            TransferPlan(
                 mode=MigrationMode(self.config.migration.mode),
                 last_stage_blocks=self.config.migration.last_stage_blocks,
                 max_stages=self.config.migration.max_stages,
@@ -180,19 +183,17 @@ class Simulation:
             on_commit=self._after_commit,
             on_start=self._end_idle_stretch,
         )
-        handoffs = (
-            Handoffs(
-                self.config.pd or PdConfig(),
-                migrations.settings,
-                migrations,
-                self.scheduler,
-                self.live,
-                self.block_size,
-                self._wake_endpoint,
-                lambda llumlet: self.choose_candidate(llumlet.batches, self.scheduler.priority.normal_tier),
-            )
-            if disaggregated
-            else None
+        if handoff_rule is None:
+            return migrations, None
+        settings = self.config.pd or PdConfig()
+        handoffs = Handoffs(
+            settings,
+            handoff_rule(settings, self.scheduler.dispatch, self.block_size),
+            self.scheduler.view,
+            migrations,
+            self.live,
+            self._wake_endpoint,
+            lambda llumlet: self.choose_candidate(llumlet.batches, self.scheduler.priority.normal_tier),
         )
         return migrations, handoffs
 
@@ -229,27 +230,32 @@ class Simulation:
         the artifact records a scaled-out instance with an empty report until its first step."""
         instance_id = len(self.instances)
         pool = self.pools[pool_name]
+        role = pool.config.role
+        handoffs = self.handoffs if role == "prefill" else None  # its prefilled requests are handed off
         llumlet = Llumlet(
             instance_id,
             pool.limits,
             pool.model,
             clock=self._clock,
-            on_done=self._request_done,
+            events=InstanceEvents(instance_id, self.migrations, handoffs, self._request_done),
             headroom_blocks=pool.headroom,
             priority=self.scheduler.local_tiers,
             colocated_slowdown=self.config.migration.colocated_slowdown,
             batch_former=pool.batch_former,
             ledger=pool.ledger,
+            role=pool_role(self.config.pd, role),
         )
         started = self.env.now if billed_from is None else billed_from
         runtime = InstanceRuntime(llumlet=llumlet, pool=pool, started_at=started)
         self.instances[instance_id] = runtime
         self.live[instance_id] = runtime
-        if self.handoffs is not None:
-            self.handoffs.added(llumlet, pool.config.role)
         runtime.loop = StepLoop(self.env, runtime, self.steps)
         self.scheduler.add_instance(
-            instance_id, llumlet.reporter.report() if reported else None, InstanceModel(pool.model, pool.limits), pool.name
+            instance_id,
+            llumlet.reporter.report() if reported else None,
+            InstanceModel(pool.model, pool.limits),
+            pool.name,
+            role,
         )
         return instance_id
 
@@ -262,7 +268,8 @@ class Simulation:
         llumlet = self.instances[instance_id].llumlet
         llumlet.status.draining = False
         self.draining.discard(instance_id)
-        self.scheduler.add_instance(instance_id, llumlet.reporter.report(), pool=self.pool_of(instance_id))
+        pool = self.instances[instance_id].pool
+        self.scheduler.add_instance(instance_id, llumlet.reporter.report(), pool=pool.name, role=pool.config.role)
 
     def _remove_drained(self) -> list[int]:
         """Remove draining instances that hold nothing any more and are no migration's
@@ -292,7 +299,7 @@ class Simulation:
             return
         among = None  # the instances to choose from, when not all
         if self.handoffs is not None:  # prefill and mixed instances take new requests
-            entry = self.handoffs.entry(list(instances))
+            entry = self.handoffs.entry()
             if len(entry) < len(instances):
                 instances = among = entry
         if self._limits_differ:
@@ -338,7 +345,7 @@ class Simulation:
         if self.step_reports is not None:
             self.step_reports.paused = self.fallback_kind is not None  # reports reach nobody
         if self.handoffs is not None:
-            self.handoffs.paused = self.fallback_kind is not None  # nobody picks a decode instance
+            self.handoffs.pause(self.fallback_kind is not None)
 
     def is_alive(self, instance_id: int) -> bool:
         return instance_id in self.live
@@ -584,7 +591,7 @@ class Simulation:
 
     def _pairing_round(self) -> None:
         handoffs = self.handoffs
-        among = None if handoffs is None else handoffs.balancing(list(self.scheduler.instances))
+        among = None if handoffs is None else handoffs.balancing()
         for source in self.scheduler.migration_pairs(among):
             if handoffs is None or not handoffs.is_prefill(source):  # its requests are handed off
                 self._try_migration(source)

@@ -25,9 +25,12 @@ can happen to it — needing a block, finishing — are put on a calendar keyed 
 iteration at which they happen. A step costs O(events due), not O(batch size).
 
 The former owns which requests the instance batches: running, being prefilled, suspended by
-a migration's last stage (they hold blocks and seats but are not batched) and joining from
-the next step (committed inbound migrations, aborted outbound ones); a migration changes
-these only at iteration boundaries, through ``sim.instance.endpoint``.
+a migration's last stage or held for a hand-off (they hold blocks and seats but are not
+batched) and joining from the next step (committed inbound migrations, aborted outbound
+ones); a migration changes these only at iteration boundaries, through
+``sim.instance.endpoint``. It reports what happened to whom to its ``BatchEvents``
+(``sim.instance.former_io``) and learns its pool's role from its ``Role``: it writes no
+migration record and calls no policy.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from mypy_extensions import mypyc_attr
 
 from sim.instance.batch import Batch
 from sim.instance.blocks import BlockLedger
+from sim.instance.former_io import MIXED, BatchEvents, Role
 from sim.instance.limits import BatchTimer, LlumletLimits, blocks_for
 from sim.instance.request import Request
 from sim.instance.waiting import WaitingQueue
@@ -60,9 +64,10 @@ class BatchFormer:
         clock: Callable[[], float],
         waiting: WaitingQueue,
         ledger: BlockLedger,
-        on_done: Callable[[Request], None],
+        events: BatchEvents,
         priority: bool = False,
         colocated_slowdown: float = 0.0,
+        role: Role = MIXED,
     ) -> None:
         self.id = instance_id
         self.limits = limits
@@ -79,7 +84,7 @@ class BatchFormer:
         self.clock = clock
         self.waiting = waiting
         self.ledger = ledger
-        self.on_done = on_done
+        self.events = events
         self.priority = priority
         self.colocated_slowdown = colocated_slowdown
         # a sequence stops where its next block would hold tokens past max_seq_len
@@ -95,7 +100,6 @@ class BatchFormer:
         self.prompt_sum = 0  # sum of prompt_tokens over running requests (outputs: the rest)
         self._block_due: dict[int, list[tuple[Request, int]]] = {}
         self._finish_due: dict[int, list[tuple[Request, int]]] = {}
-        self.busy = False  # an iteration is running (set by the engine's step loop)
         self.copying = 0  # migration stages copying to or from this instance right now
         self.batch_started = 0.0
         self.preemptions = 0
@@ -103,12 +107,8 @@ class BatchFormer:
         # request-seconds running requests waited behind prefill iterations here (no mixed
         # batches: a prefill step stalls every decode; what disaggregation removes)
         self.decode_stall = 0.0
-        # prefill/decode disaggregation (set by the engine on a prefill instance): each request
-        # with tokens left after a prefill here is reported to ``prefilled_here`` and, with
-        # ``holds_prefilled``, held out of the batch with its blocks until it is handed off
-        # (Llumnix's PD: the request's expected steps are 1 on a prefill instance)
-        self.prefilled_here: Optional[Callable[[Request, float], None]] = None  # and the prefill's seconds
-        self.holds_prefilled = False
+        self.role = role
+        self.holds_prefilled = role.holds_prefilled
 
     # ------------------------------------------------------------------ iterations
     def next_batch(self) -> Optional[Batch]:
@@ -119,6 +119,7 @@ class BatchFormer:
         if self.joining:
             for request in self.joining:
                 self._join_running(request)
+                self.events.joined(request)
             self.joining.clear()
         running = self.running
         while True:
@@ -166,28 +167,29 @@ class BatchFormer:
         """An iteration's time while a migration stage copies to or from this instance."""
         return seconds * (1.0 + self.colocated_slowdown)
 
+    def copy_started(self) -> None:
+        """A migration stage copies to or from this instance: its iterations run slower."""
+        self.copying += 1
+
+    def copy_ended(self) -> None:
+        self.copying -= 1
+
     def complete(self, batch: Batch) -> None:
         """Apply the effects of a finished iteration: tokens generated, requests finished."""
         if batch.is_prefill:
             now = self.clock()
+            seconds = now - self.batch_started
             self.prefilling = []
             for request in batch.requests:
                 request.prefilled(now)
-                record = request.migration
-                if record is not None and record.destination == self.id:
-                    record.rebuilt(now, self.batch_started)
                 if request.generated >= request.output_tokens:
                     self._finish(request, now, joined=False)
-                    continue
-                if self.holds_prefilled:
+                elif self.holds_prefilled:  # until its hand-off
                     self.suspended[request] = None
                     request.suspended()
-                    if record is not None and record.destination == self.id:
-                        request.settled(record)  # rebuilt here: its migration ends, not at a join
                 else:
                     self._join_running(request)
-                if self.prefilled_here is not None:
-                    self.prefilled_here(request, now - self.batch_started)
+                self.events.prefilled(request, seconds)
             return
         self.iteration += 1
         self.seq_sum += batch.num_decodes
@@ -234,7 +236,7 @@ class BatchFormer:
         if not admitted:
             return None
         self.prefilling = admitted
-        self.batch_started = self.clock()  # a migrated request's rebuild reads it
+        self.batch_started = self.clock()  # the prefill's seconds are reported when it ends
         batch = Batch(admitted, tokens)
         # a cached prefix is not computed again, but the new tokens attend to all of it
         prefills = [(new, q) for new, q in zip(computed, tokens)]
@@ -278,10 +280,6 @@ class BatchFormer:
         self.running_per_tier[request.tier] += 1
         self.seq_sum += request.seq_len
         self.prompt_sum += request.prompt_tokens
-        record = request.migration
-        if record is not None and record.destination == self.id:
-            record.rejoined(self.clock())
-            request.settled(record)
         first_block_step = (
             self.iteration + self.limits.block_size * self.ledger.held(request) - request.seq_len + 2
         )
@@ -327,7 +325,7 @@ class BatchFormer:
             self._leave_running(request)
         self.ledger.release(request)
         request.finish(now)
-        self.on_done(request)
+        self.events.ended(request)
 
     def abort(self, request: Request, reason: str) -> None:
         """End a queued or running request that can never be served here."""
@@ -336,13 +334,14 @@ class BatchFormer:
         self.ledger.release(request)
         request.abort(reason, self.clock())
         self.drops += 1
-        self.on_done(request)
+        self.events.ended(request)
 
     # ------------------------------------------------------------------ migration boundary
     def suspend_at_boundary(self, request: Request, answer: Callable[[bool], None]) -> None:
-        """Take a running request out of the batch at the next iteration boundary (now, if
-        no iteration runs); ``answer`` gets False if it is no longer running by then. A
-        request held out of the batch for its hand-off is out already."""
+        """Take a running request out of the batch at the next iteration boundary (the next
+        ``next_batch``: while any request runs, the step loop always has an iteration in
+        flight); ``answer`` gets False if it is no longer running by then. A request held out
+        of the batch for its hand-off is out already."""
         if request in self.suspended:
             answer(True)
             return
@@ -350,8 +349,6 @@ class BatchFormer:
             answer(False)
             return
         self._suspensions.append((request, answer))
-        if not self.busy:
-            self._apply_suspensions()
 
     def _apply_suspensions(self) -> None:
         pending, self._suspensions = self._suspensions, []

@@ -45,6 +45,14 @@ class MigrationEndpoint:
     def migrating(self) -> bool:
         return self.in_flight > 0
 
+    def migration_started(self) -> None:
+        """A migration from or to this instance was created (the launcher takes both ends at
+        once): the instance reports ``migrating`` and is never removed until it ends."""
+        self.in_flight += 1
+
+    def migration_ended(self) -> None:
+        self.in_flight -= 1
+
     def request_suspension(self, request: Request, answer: Callable[[bool], None]) -> None:
         """Take a running request out of the batch at the next iteration boundary; ``answer``
         gets False if it is no longer running by then."""
@@ -52,10 +60,10 @@ class MigrationEndpoint:
 
     def stage_started(self) -> None:
         """A stage copies to or from this instance: its iterations run co-located slower."""
-        self.batches.copying += 1
+        self.batches.copy_started()
 
     def stage_ended(self) -> None:
-        self.batches.copying -= 1
+        self.batches.copy_ended()
 
     def resume(self, request: Request) -> None:
         """An aborted migration gives a suspended request back to this batch."""

@@ -19,12 +19,13 @@ copies and its handshake decides when to stop; a prefill-to-decode hand-off is a
 
 from __future__ import annotations
 
-from typing import Generator, Hashable, Optional, Protocol, Sequence
+from typing import Generator, Hashable, Optional, Protocol
 
 import simpy
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.request import Request
+from sim.instance.transfer_plan import TransferPlan
 
 
 class TransferModel(Protocol):
@@ -46,7 +47,8 @@ class Link(simpy.Resource):
 
 class KvTransfer:
     """One request's KV blocks on their way from ``source`` to ``destination``, reserved on
-    the destination under ``key`` (its ledger's reservation key)."""
+    the destination under ``key`` (its ledger's reservation key), over ``link`` as ``plan``
+    says (the links each copy holds, a head start, whether cached blocks cross)."""
 
     def __init__(
         self,
@@ -55,23 +57,18 @@ class KvTransfer:
         destination: MigrationEndpoint,
         key: Hashable,
         link: TransferModel,
-        links: Sequence[Link] = (),
-        head_start: float = 0.0,
-        last_share: float = 0.0,
-        skip_cached: bool = True,
+        plan: TransferPlan = TransferPlan(),
     ) -> None:
         self.env = env
-        self.links = links  # simpy resources each copy holds (none: copies never wait)
-        # seconds of the first copy already done while the source computed (a layer-wise
-        # hand-off), and the share of it that cannot overlap (the last layer's)
-        self.head_start = head_start
-        self.last_share = last_share
+        self.links = plan.links
+        self.head_start = plan.head_start  # spent by the first copy
+        self.last_share = plan.last_share
         self.source = source
         self.destination = destination
         self.key = key
         self.link = link
         self.copied = 0  # blocks copied so far (counted once a copy is accepted)
-        self.skip_cached = skip_cached  # False: every block crosses, cached there or not
+        self.skip_cached = plan.skip_cached  # False: every block crosses, cached there or not
 
     def reserve(self, request: Request, blocks: int) -> Optional[int]:
         """Pre-allocate the next copy's blocks on the destination (ACK) and return how many

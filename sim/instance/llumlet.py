@@ -20,6 +20,7 @@ from typing import Callable, Collection, Sequence
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.endpoint import MigrationEndpoint
+from sim.instance.former_io import MIXED, BatchEvents, Role
 from sim.instance.limits import BatchTimer, LlumletLimits
 from sim.instance.reporting import LoadReporter
 from sim.instance.request import Request
@@ -36,22 +37,33 @@ class Llumlet:
         limits: LlumletLimits,
         timer: BatchTimer,
         clock: Callable[[], float],
-        on_done: Callable[[Request], None] = lambda request: None,
+        events: BatchEvents | None = None,
         headroom_blocks: Sequence[float] = (),
         priority: bool = False,
         colocated_slowdown: float = 0.0,
         batch_former: type[BatchFormer] = BatchFormer,
         ledger: type[BlockLedger] = BlockLedger,
+        role: Role = MIXED,
     ) -> None:
-        """``batch_former`` and ``ledger``: the classes of those parts (the pool's choice,
-        ``sim.instance.parts``)."""
+        """``events``: where the batch former reports (none: nowhere); ``batch_former`` and
+        ``ledger``: the classes of those parts (the pool's choice, ``sim.instance.parts``);
+        ``role``: the pool's role, as the former sees it."""
         self.id = instance_id
         self.limits = limits
         self.status = InstanceStatus()
         self.ledger = ledger(limits.capacity_blocks, limits.block_size)
         self.waiting = WaitingQueue(limits.tiers if priority else 1, limits.tiers, limits.block_size)
         self.batches = batch_former(
-            instance_id, limits, timer, clock, self.waiting, self.ledger, on_done, priority, colocated_slowdown
+            instance_id,
+            limits,
+            timer,
+            clock,
+            self.waiting,
+            self.ledger,
+            BatchEvents() if events is None else events,
+            priority,
+            colocated_slowdown,
+            role,
         )
         self.endpoint = MigrationEndpoint(
             instance_id, limits, self.status, self.ledger, self.waiting, self.batches

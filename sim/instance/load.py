@@ -151,3 +151,18 @@ def queue_aware_freeness(report: LoadReport) -> float:
     return (report.capacity_blocks - used - report.waiting_demand_blocks) / max(
         report.num_running + report.num_waiting, 1
     )
+
+
+# Llumnix's busy thresholds (AlibabaPAI/llumnix main 24220fb, ``llumnix/constants.py``
+# 107-109): an instance with fewer remaining steps than this is busy (cache-aware dispatch
+# passes it over, PD takes no hand-off to it), a prefill instance is busy at a KV load of 1.0,
+# and a prefill instance decoding more than 128 requests is compute-bound
+BUSY_REMAINING_STEPS: Final = 10.0
+BUSY_KV_LOAD: Final = 1.0
+DECODE_COMPUTE_BOUND_BATCH: Final = 128
+
+
+def remaining_steps(report: LoadReport) -> float:
+    """Llumnix's ``remaining_steps``: decode steps the free blocks above the watermark last
+    each running request (infinite on an instance running nothing)."""
+    return -artifact_migration_load(report, load_control=False)

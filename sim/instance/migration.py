@@ -32,11 +32,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Generator, Optional, Sequence
+from typing import Callable, Generator, Optional
 
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.kv_transfer import KvTransfer, TransferModel
 from sim.instance.request import Request, RequestState
+from sim.instance.transfer_plan import MigrationMode, TransferPlan
 
 ABORT_DESTINATION_FULL = "destination_out_of_memory"
 ABORT_FINISHED = "request_finished"
@@ -51,12 +52,6 @@ ABORT_DESTINATION_DRAINING = "destination_draining"
 BALANCE = "balance"
 HANDOFF = "handoff"
 ADAPTIVE = "adaptive"  # adaptive PD's moves of decoding work between roles (sim.engine.handoffs)
-
-
-class MigrationMode(StrEnum):
-    LIVE = "live"
-    BLOCKING = "blocking"
-    RECOMPUTE = "recompute"
 
 
 class MigrationOutcome(StrEnum):
@@ -107,28 +102,15 @@ class MigrationRecord:
         """The destination's ledger key for this migration's pre-allocated blocks."""
         return ("migration", self.id)
 
-    # hooks called by the destination llumlet as the request comes back to life there
-    def rebuilt(self, now: float, prefill_started: float) -> None:
+    # as the request comes back to life at the destination (``sim.engine.migrations``)
+    def rebuilt(self, now: float, prefill_seconds: float) -> None:
         """Recompute mode: the destination finished re-prefilling the request."""
-        self.downtime = (self.committed_at - self.suspended_at) + (now - prefill_started)
+        self.downtime = (self.committed_at - self.suspended_at) + prefill_seconds
         self.committed_at = now
 
     def rejoined(self, now: float) -> None:
         """The request is in a destination iteration again."""
         self.rejoin_delay = now - self.committed_at
-
-
-@dataclass(frozen=True)
-class MigrationSettings:
-    mode: MigrationMode = MigrationMode.LIVE
-    last_stage_blocks: int = 16
-    max_stages: int = 3
-    # after an abort a suspended request rejoins the source's batch; a hand-off's request
-    # refused by a full destination stays held there instead, for the next try (Llumnix's
-    # PD: add_running_request); any other abort (a failed copy or destination) lets it decode
-    # on, so that a link that keeps failing cannot hold it forever
-    resume_on_abort: bool = True
-    skip_cached: bool = True  # copy only the blocks the destination's prefix cache lacks
 
 
 def migrate(
@@ -137,25 +119,20 @@ def migrate(
     destination: MigrationEndpoint,
     request: Request,
     record: MigrationRecord,
-    settings: MigrationSettings,
+    settings: TransferPlan,
     transfer: TransferModel,
     wake: Callable[[MigrationEndpoint], None],
     stage_fails: Callable[[], bool] = lambda: False,
     handshake_timeout: float = 10.0,
-    links: Sequence = (),
-    head_start: tuple[float, float] = (0.0, 0.0),
 ) -> Generator:
     """The migration process (simpy generator); ends with ``record.outcome`` set.
 
+    ``settings``: the plan its starter made (mode, stage limits, the copies' options);
     ``stage_fails`` injects transfer failures (checked after each copy); a failed instance
     is noticed after every wait. When the source dies, the destination only learns it when
-    the handshake times out, and frees its orphaned reservation then. ``links``: what each
-    copy holds while it runs; ``head_start``: (seconds, last share) of a layer-wise copy
-    (``KvTransfer``).
+    the handshake times out, and frees its orphaned reservation then.
     """
-    copies = KvTransfer(
-        env, source, destination, record.reservation_key, transfer, links, *head_start, skip_cached=settings.skip_cached
-    )
+    copies = KvTransfer(env, source, destination, record.reservation_key, transfer, settings)
     handshake = _Handshake(env, source, destination, request, record, wake, copies, settings.resume_on_abort)
     plan = STAGE_PLANS[settings.mode]
     while True:

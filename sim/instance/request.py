@@ -28,15 +28,11 @@ class RequestState(StrEnum):
 
 
 class MigrationInFlight(Protocol):
-    """What a request and its llumlets use of the migration moving it
+    """What a request knows of the migration moving it
     (``sim.instance.migration.MigrationRecord``, which imports this module)."""
 
     source: int
     destination: int
-
-    def rebuilt(self, now: float, prefill_started: float) -> None: ...
-
-    def rejoined(self, now: float) -> None: ...
 
 
 # every attribute of a Request (its __slots__, and what a pickle carries)
