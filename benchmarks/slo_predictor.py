@@ -44,25 +44,30 @@ class _RecordingRule:
         return target
 
 
-class _RecordingSimulation(Simulation):
-    """Notes which request each dispatch is for (dispatches and predictions pair in order)."""
+def _record_dispatches(simulation: Simulation) -> list[int]:
+    """The id of each request the global scheduler dispatches, in order (dispatches and
+    predictions pair in order): the run's dispatcher, wrapped."""
+    dispatcher = simulation.dispatcher
+    dispatch = dispatcher.dispatch
+    dispatched: list[int] = []
 
-    dispatched: list[int]
+    def recording(request: Request) -> None:
+        if dispatcher.scheduler_up and simulation.scheduler.instances:
+            dispatched.append(request.id)
+        dispatch(request)
 
-    def dispatch(self, request: Request) -> None:
-        if self.fallback_kind is None and self.scheduler.instances:
-            self.dispatched.append(request.id)
-        super().dispatch(request)
+    dispatcher.dispatch = recording
+    return dispatched
 
 
 def predictor_error(config_path: Path, dispatch: str, overrides: list[str]) -> dict[str, float]:
     config = load_config(config_path, [*overrides, f"scheduler.dispatch={dispatch}"])
-    simulation = _RecordingSimulation(config, root=REPO)
-    simulation.dispatched = []
+    simulation = Simulation(config, root=REPO)
+    dispatched = _record_dispatches(simulation)
     predictions: list[float] = []
     simulation.scheduler.dispatch_rule = _RecordingRule(simulation.scheduler.dispatch_rule, predictions)
     requests = request_table(simulation.run()).set_index("id")
-    simulated = requests.loc[simulation.dispatched, "prefill_latency"].to_numpy(dtype=float)
+    simulated = requests.loc[dispatched, "prefill_latency"].to_numpy(dtype=float)
     predicted = np.array(predictions)
     seen = ~np.isnan(simulated)  # aborted before a first token: nothing to compare
     error = np.abs(predicted[seen] - simulated[seen]) / simulated[seen]

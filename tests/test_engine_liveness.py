@@ -106,7 +106,7 @@ def test_the_watchdog_stops_a_run_whose_clock_stops(monkeypatch):
 
 
 def test_a_stalled_run_exits_3_with_one_line(monkeypatch, tmp_path, capsys):
-    import sim.engine.simulation as engine
+    import sim.engine.builder as engine
 
     monkeypatch.setattr(engine, "load_model", lambda pool, key: DecodeNeverEnds(capacity_blocks=100))
     config = tmp_path / "stuck.yaml"

@@ -59,7 +59,7 @@ def test_a_report_carries_each_count_under_its_own_name():
     for request in (preempted, Request(3, 2.0, 500, 5, tier=1), Request(4, 3.0, 90, 5, tier=2)):
         waiting.push(request)
     ledger.reserve("incoming", 5)
-    status.draining = True
+    status.drain()
     report = reporter.report()
     expected = {
         "instance_id": 9,

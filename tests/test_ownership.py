@@ -45,3 +45,75 @@ def test_the_field_check_finds_a_write_it_should(tmp_path):
     sample.write_text("def f(request, ledger, done):\n    request.generated += 1\n    ledger.allocated, x = 3, 4\n    done[request.id] = 1\n")
     found = list(_writes(sample))
     assert sorted(found) == [("ledger", "allocated", 3), ("request", "generated", 2)]  # not a read in an index
+
+
+# The parts of a run: every class of these packages owns its state — the attributes its own
+# code assigns (``self.x = ...``) and the fields it declares — and only its module writes them.
+PART_PACKAGES = ("instance", "cluster", "engine")
+# a Batch is its former's output: the former fills the one it refills every decode step
+WRITERS = {"instance/batch.py": {"instance/batching.py"}}
+
+
+def _targets(node):
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    else:
+        return
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            targets += target.elts
+        elif isinstance(target, ast.Attribute):
+            yield target
+
+
+def _is_self(target: ast.Attribute) -> bool:
+    return isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def part_state(tree: ast.Module) -> set[str]:
+    """What the classes of a module own: attributes assigned on ``self`` and declared fields."""
+    owned = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        owned |= {item.target.id for item in cls.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+        owned |= {target.attr for node in ast.walk(cls) for target in _targets(node) if _is_self(target)}
+    return owned
+
+
+def foreign_writes(modules: dict[str, ast.Module]) -> list[str]:
+    """Writes to another object's attribute (not ``self``'s) that is part of some other
+    module's state and of none of this module's, unless that module is a named writer."""
+    state = {name: part_state(tree) for name, tree in modules.items()}
+    found = []
+    for name, tree in modules.items():
+        for node in ast.walk(tree):
+            for target in _targets(node):
+                if _is_self(target) or target.attr in state[name]:
+                    continue
+                owners = [other for other, owned in state.items() if target.attr in owned]
+                if owners and not any(name in WRITERS.get(owner, ()) for owner in owners):
+                    found.append(f"{name}:{target.lineno} {ast.unparse(target)} (state of {', '.join(owners)})")
+    return found
+
+
+def test_every_part_of_a_run_is_the_only_writer_of_its_state():
+    # busy, copying, in_flight, draining, headroom, a runtime's loop...: each changes through
+    # its owner's methods (the former's copy_started, the endpoint's migration_started, the
+    # status's drain, the reporter's set_headroom, InstanceRuntime.stop), never from outside
+    modules = {
+        str(path.relative_to(SIM)): ast.parse(path.read_text())
+        for package in PART_PACKAGES
+        for path in sorted((SIM / package).rglob("*.py"))
+    }
+    assert foreign_writes(modules) == []
+
+
+def test_the_part_check_finds_a_write_from_outside_and_allows_the_owners():
+    owner = ast.parse("class Former:\n    def __init__(self):\n        self.copying = 0\n    def up(self):\n        self.copying += 1\n")
+    outsider = ast.parse("def copy(endpoint):\n    endpoint.batches.copying += 1\n    endpoint.other = 2\n")
+    assert foreign_writes({"former.py": owner, "endpoint.py": outsider}) == [
+        "endpoint.py:2 endpoint.batches.copying (state of former.py)"
+    ]
+    assert foreign_writes({"former.py": owner}) == []

@@ -41,6 +41,10 @@ class StepReports:
         self.delivered = 0
         self.paused = False  # the global scheduler is down: reports reach nobody
 
+    def pause(self, paused: bool) -> None:
+        """The global scheduler is down (or back): reports reach nobody meanwhile."""
+        self.paused = paused
+
     def deliver(self, report: LoadReport) -> None:
         if self.paused:
             return

@@ -15,6 +15,7 @@ import simpy
 from sim.config import SimulationConfig
 from sim.engine.faults import FaultInjector
 from sim.engine.instances import InstanceRuntime, StepLog
+from sim.engine.kernel import Kernel
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
@@ -41,24 +42,23 @@ class Simulation(Protocol):
     migrations: MigrationLauncher
     scaler: Optional[Scaler]  # None without auto-scaling
     faults: FaultInjector
-    _done: bytearray  # one flag per workload request: ended
-    _done_count: int
+    kernel: Kernel  # the requests' endings
 
 
 def progress(run: "Simulation") -> tuple[int, int, int, int]:
     """Changes whenever a request moves on: arrives, is batched, migrates or ends (a
     migration that aborts moves nothing: endless refused or failed copies are a stall)."""
-    return run._done_count, len(run.requests), run.steps.batches, run.migrations.committed
+    return run.kernel.done_count, len(run.requests), run.steps.batches, run.migrations.committed
 
 
 def ended(run: "Simulation") -> int:
     """Requests finished or aborted so far."""
-    return run._done_count
+    return run.kernel.done_count
 
 
 def pending(run: "Simulation") -> int:
     """Requests arrived and not ended."""
-    return len(run.requests) - run._done_count
+    return len(run.requests) - run.kernel.done_count
 
 
 def instance_state(run: "Simulation", instance_id: int) -> str:
@@ -72,7 +72,7 @@ def instance_state(run: "Simulation", instance_id: int) -> str:
 
 def describe_stuck(run: "Simulation", shown: int = 10) -> str:
     """The pending requests (the first ``shown``), where each is, and the live instances."""
-    stuck = [r for r in run.requests if not run._done[r.id]]
+    stuck = [r for r in run.requests if not run.kernel.done[r.id]]
     parts = []
     for request in stuck[:shown]:
         where = request.instance

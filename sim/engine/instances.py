@@ -31,6 +31,17 @@ class InstanceRuntime:
     loop: Optional["StepLoop"] = None
     busy_seconds: float = 0.0  # iterations run (per-role utilisation)
 
+    def start(self, env: simpy.Environment, log: "StepLog") -> None:
+        """Its step loop starts (its first step at the current time)."""
+        self.loop = StepLoop(env, self, log)
+
+    def stop(self, now: float) -> None:
+        """It leaves the cluster (drained, or failed): billed until ``now``, nothing it
+        waits for runs any more."""
+        self.stopped_at = now
+        if self.loop is not None:
+            self.loop.stop()
+
 
 @dataclass
 class StepLog:

@@ -253,6 +253,11 @@ class InstancePool:
     batch_former: type[BatchFormer] = BatchFormer
     ledger: type[BlockLedger] = BlockLedger
 
+    def adapt_headroom(self, fractions: list[float]) -> None:
+        """Adaptive headroom moved each tier's H_p (as fractions of an instance's capacity):
+        the pool's new instances start from it."""
+        self.headroom[:] = [f * self.limits.capacity_blocks for f in fractions]
+
 
 def build_pools(
     config: SimulationConfig,

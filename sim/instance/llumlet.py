@@ -77,7 +77,7 @@ class Llumlet:
 
     def fail(self) -> list[Request]:
         """The instance died: return every request it held (their KV is gone) and reset."""
-        self.status.failed = True
+        self.status.fail()
         lost = [*self.waiting, *self.batches.holders()]
         for request in lost:
             request.lost()

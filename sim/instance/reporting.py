@@ -49,6 +49,10 @@ class LoadReporter:
         self._last_state: ReportState = _NO_STATE
         self._last: LoadReport = LoadReport(-1, 0, 0, 0, 0, 0, 0, 0)  # never handed out: no state matches
 
+    def set_headroom(self, headroom_blocks: Sequence[float]) -> None:
+        """Adaptive headroom moved each tier's H_p (blocks)."""
+        self.headroom_blocks = tuple(headroom_blocks)
+
     def report(self) -> LoadReport:
         """The instance-level load record sent to the global scheduler (raw counts; the
         signals computed from them are in ``sim.instance.load``). Built at every executed

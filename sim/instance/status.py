@@ -1,6 +1,7 @@
-"""What an instance is as a whole, set by the engine: draining (scaled in) or failed.
+"""What an instance is as a whole: draining (scaled in) or failed.
 
-The llumlet owns it; its reporter and migration endpoint read it (a draining instance
+The llumlet owns it; the engine drains and undrains an instance through it, the llumlet
+marks it failed, and its reporter and migration endpoint read it (a draining instance
 reports an overwhelming load and takes no inbound migration; a failed one ends every
 migration touching it)."""
 
@@ -13,3 +14,12 @@ class InstanceStatus:
     def __init__(self) -> None:
         self.draining = False
         self.failed = False
+
+    def drain(self) -> None:
+        self.draining = True
+
+    def undrain(self) -> None:
+        self.draining = False
+
+    def fail(self) -> None:
+        self.failed = True
