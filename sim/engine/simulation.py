@@ -85,7 +85,7 @@ class Simulation:
         if replica_model is None:
             check_profiled_limits(config)
             if config.cost.sku_prices:  # a pool without a list price fails here, not after the run
-                from sim.metrics.cost import gpu_hour_prices
+                from sim.hardware.prices import gpu_hour_prices
 
                 gpu_hour_prices(config)
         self.choose_candidate = rules.candidate

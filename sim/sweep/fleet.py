@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
-from sim.metrics.cost import gpu_hour_prices, gpus_per_instance
+from sim.hardware.prices import gpu_hour_prices
+from sim.metrics.cost import gpus_per_instance
 from sim.progress import Progress
 from sim.sweep.capacity import Evaluator, Point, Slo, check_seeds, check_slos, expand_scopes
 from sim.sweep.cell import check_cell
