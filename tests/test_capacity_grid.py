@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sim.cli.main import main
 from sim.config import ConfigError
 from sim.sweep.capacity import rate_search
-from sim.sweep.capacity_grid import load_capacity_grid, mean_interval, run_capacity_grid
+from sim.sweep.capacity_grid import load_capacity_grid, run_capacity_grid
 from sim.sweep.stats import SEED_LOOKS, sequential_ratio, unsettled
 from tests.sweep_support import GRIDS, fake_summary
 from tests.test_bad_inputs import exits_2_with_one_line
@@ -163,12 +163,6 @@ def test_a_failed_run_ends_its_search_not_the_grid(tmp_path, monkeypatch, capsys
     assert list(searches["answer"]) == ["bracketed", "failed"]
     assert "a bad row" in searches["error"][1]
     assert pd.read_csv(tmp_path / "out" / "index.csv")["answer"][0] == "mixed"
-
-
-def test_mean_interval_is_students_t():
-    mean, low, high = mean_interval([1.0, 2.0, 3.0])  # sd 1, n 3: t(0.975, 2) = 4.303
-    assert mean == 2.0 and (high - mean) == pytest.approx(4.3027 / math.sqrt(3), rel=1e-4)
-    assert math.isnan(mean_interval([5.0])[1])
 
 
 # ------------------------------------------------------------------ the smoke grid, real runs

@@ -83,7 +83,7 @@ from sim.sweep.grid import Cell, Grid, Run, expand, run_key
 from sim.sweep.index import write_table
 from sim.sweep.runner import check_grid
 from sim.sweep.sharing import simulation_key
-from sim.sweep.stats import LEVEL, SEED_LOOKS, ratio_interval, sequential_ratio, t_interval, unsettled
+from sim.sweep.stats import LEVEL, SEED_LOOKS, mean_and_t_interval, ratio_interval, sequential_ratio, unsettled
 from sim.sweep.store import RunStore
 
 SECTION = "capacity"
@@ -623,15 +623,6 @@ def _searches_table(spec: CapacityGrid, searches: Sequence[_Search]) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """The mean and its Student-t interval (``sim.sweep.stats.t_interval``; NaN bounds with
-    fewer than two values)."""
-    values = np.asarray(values, dtype=float)
-    mean = float(values.mean()) if values.size else math.nan
-    low, high = t_interval(values.reshape(1, -1), level)
-    return mean, float(low[0]), float(high[0])
-
-
 def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: how its seeds' searches answered, the mean capacity per GPU with
     its interval over the seeds above the floor (``floored`` counts the others), the bracket
@@ -651,7 +642,7 @@ def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
         row["floored"] = len(mine) - len(above_floor)
         rated = len(above_floor) > 0 and above_floor["answer"].isin(["bracketed", "unbounded"]).all()
         for column in ("rate", "rate_per_gpu"):
-            mean, low, high = mean_interval(above_floor[column]) if rated else (math.nan,) * 3
+            mean, low, high = mean_and_t_interval(above_floor[column]) if rated else (math.nan,) * 3
             row.update({column: mean, f"{column}.ci_low": low, f"{column}.ci_high": high})
         row["bracket_low"] = float(mine["bracket_low"].min())
         row["bracket_high"] = float(mine["bracket_high"].max())
