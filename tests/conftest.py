@@ -19,6 +19,7 @@ def smoke_results(tmp_path_factory):
     from sim.config.loader import read_yaml
     from sim.sweep import load_grid, run_sweep
     from sim.sweep.capacity_grid import load_capacity_grid, run_capacity_grid
+    from sim.sweep.execution import Execution
 
     root = tmp_path_factory.mktemp("results")
     done: dict[str, Path] = {}
@@ -27,7 +28,7 @@ def smoke_results(tmp_path_factory):
         if name not in done:
             path, out = GRIDS / f"{name}.yaml", root / name
             if "capacity" in read_yaml(path):
-                sweep.outcomes[name] = outcome, _ = run_capacity_grid(load_capacity_grid(path), out, jobs=1)
+                sweep.outcomes[name] = outcome, _ = run_capacity_grid(load_capacity_grid(path), out, Execution(jobs=1))
                 failed = [f"{outcome.failed} searches (searches.csv's error column)"] if outcome.failed else []
             else:
                 sweep.outcomes[name] = outcome = run_sweep(load_grid(path), out)

@@ -1,6 +1,7 @@
 """INV-7 layers. The package's shape: its modules import each other without a circle (a circle means two
 parts that cannot be read, tested or replaced apart), counting imports made only for type
-checking and those inside functions too; and the sweeps' layers point one way: the studies
+checking and those inside functions too; the package's layers (``LAYERS``) point down: no
+module imports one of a higher layer; and the sweeps' layers point one way: the studies
 (``sim.studies``) and presentation (``sim.presentation``) import the sweep machinery
 (``sim.sweep``), never the reverse; a study may draw through presentation, presentation
 reads no study, and no study imports another (only the shared modules in ``SHARED``)."""
@@ -144,6 +145,95 @@ def test_the_direction_check_finds_an_import_against_it(tmp_path, importer, stat
     (package / importer).write_text(f"def late():\n    {statement}\n")
     (error,) = direction_errors(import_graph(package), root="pkg")
     assert error.startswith(f"pkg.{importer[:-3].replace('/', '.')} -> ")
+
+
+# The layers of the package, bottom-up: each names subpackages and top-level modules of the
+# root ("" is the root package itself). A module imports from its own layer and the layers
+# below it, never from one above, so each layer can be read and tested with only what is
+# under it; every module falls in a layer, so a new package has to be placed here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("", "native", "lazy", "progress"),  # the compiled build's guard, and helpers importing nothing of sim
+    ("config",),
+    ("hardware", "files"),  # files: crash-safe writing, whose errors are the config's (ConfigError)
+    ("instance",),
+    ("workload", "cluster"),  # a workload names each request's content (sim.instance.content)
+    ("engine",),
+    ("metrics",),
+    ("bench", "sweep"),
+    ("presentation",),
+    ("studies",),
+    ("cli", "__main__"),
+)
+
+
+def layer_of(module: str) -> str:
+    """The ``LAYERS`` entry ``module`` belongs to: its subpackage or top-level module of the root."""
+    return module.split(".")[1] if "." in module else ""
+
+
+def layer_errors(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """Each import of ``graph`` into a higher layer, as "importer -> imported (why)", and
+    each module in no layer."""
+    rank = {name: index for index, names in enumerate(layers) for name in names}
+    errors = []
+    for importer, imported in sorted(graph.items()):
+        mine = layer_of(importer)
+        if mine not in rank:
+            errors.append(f"{importer}: in no layer (place {mine} in LAYERS)")
+            continue
+        for other in sorted(imported):
+            theirs = layer_of(other)
+            if rank.get(theirs, -1) > rank[mine]:
+                errors.append(
+                    f"{importer} -> {other} (layer {rank[mine]}, {mine or 'the root'}, imports layer "
+                    f"{rank[theirs]}, {theirs}, above it)"
+                )
+    return errors
+
+
+def test_the_layers_point_down():
+    graph = import_graph(SIM)
+    assert {layer_of(module) for module in graph} == {name for names in LAYERS for name in names}  # none stale
+    assert "sim.instance.load" in graph["sim.cluster.dispatch"]  # a layer on one below it
+    assert layer_errors(graph) == []
+
+
+def _layered_package(tmp_path: Path) -> Path:
+    """pkg: config < engine < metrics, the engine's kernel importing the config."""
+    package = tmp_path / "pkg"
+    for folder in ("", "config", "engine", "metrics"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "config" / "schema.py").write_text("limit = 1\n")
+    (package / "metrics" / "cost.py").write_text("from pkg.config.schema import limit\n")
+    (package / "engine" / "kernel.py").write_text("from pkg.config import schema\n")
+    return package
+
+
+FAKE_LAYERS = (("",), ("config",), ("engine",), ("metrics",))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from pkg.metrics.cost import limit",
+        "def late():\n    import pkg.metrics.cost",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.metrics import cost",
+    ],
+)
+def test_the_layer_check_names_an_import_into_a_higher_layer(tmp_path, statement):
+    package = _layered_package(tmp_path)
+    assert layer_errors(import_graph(package), FAKE_LAYERS) == []
+    (package / "engine" / "kernel.py").write_text(f"from pkg.config import schema\n{statement}\n")
+    assert layer_errors(import_graph(package), FAKE_LAYERS) == [
+        "pkg.engine.kernel -> pkg.metrics.cost (layer 2, engine, imports layer 3, metrics, above it)"
+    ]
+
+
+def test_the_layer_check_names_a_module_in_no_layer(tmp_path):
+    package = _layered_package(tmp_path)
+    (package / "plots.py").write_text("from pkg.metrics import cost\n")
+    assert layer_errors(import_graph(package), FAKE_LAYERS) == ["pkg.plots: in no layer (place plots in LAYERS)"]
 
 
 INVARIANT = re.compile(r"^- \*\*(INV-\d+) ([a-z-]+)\*\*", re.M)

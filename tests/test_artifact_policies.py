@@ -32,11 +32,12 @@ from sim.instance.load import (
     artifact_migration_load,
     block_load,
 )
+from tests.reports import make_report
 
 
 def report(T=800, F=400, R=0, Q=0, B=0.0, P=0, K=0, instance=0, draining=False) -> LoadReport:
     """A report with the artifact's inputs (P > 0: a tier-0 request present, K = 2 tiers)."""
-    return LoadReport(
+    return make_report(
         instance_id=instance,
         capacity_blocks=T,
         used_blocks=T - F,

@@ -15,6 +15,7 @@ from sim.instance.load import LoadReport
 from sim.instance.request import RequestState
 from sim.metrics import instance_table
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
+from tests.reports import make_report
 
 
 def drain_at(simulation: Simulation, when: float, instance_id: int) -> list[int]:
@@ -100,7 +101,7 @@ def _report(freeness_normal: float, instance_id: int = 0, running: int = 1) -> L
     whole blocks, so ``freeness_normal * running`` must be whole)."""
     used = 851 - round(freeness_normal * running)
     assert (851 - used) / running == freeness_normal
-    return LoadReport(instance_id, 851, used, 0, running, 0, 0, 0)
+    return make_report(instance_id=instance_id, capacity_blocks=851, used_blocks=used, num_running=running)
 
 
 def test_the_decision_waits_for_the_sustain_period_and_restarts_after_acting():
@@ -146,7 +147,9 @@ def test_a_steady_load_inside_the_band_does_not_make_the_cluster_oscillate():
 
 def test_queue_aware_signal_scales_out_for_a_queue_that_f_normal_cannot_see():
     # plenty of free blocks per running request, but a long queue waiting behind them
-    report = LoadReport(0, 851, 300, 0, 4, 20, 700, 200)
+    report = make_report(
+        capacity_blocks=851, used_blocks=300, num_running=4, num_waiting=20, waiting_demand_blocks=700, head_demand_blocks=200
+    )
     blind = SustainedBand(AutoscaleConfig(enabled=True, sustain=0.0))
     aware = SustainedBand(AutoscaleConfig(enabled=True, sustain=0.0, queue_aware=True))
     assert blind.decide(0.0, {0: report}, 1, 0) is None  # F_normal 137.75: "too free" (and at the minimum)

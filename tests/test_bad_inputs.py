@@ -131,6 +131,7 @@ BAD_VALUES: dict[str, tuple[list[str], str]] = {
     "SLO-aware dispatch without SLOs": (
         ["scheduler.dispatch=slo-aware"], "scheduler.dispatch: slo-aware works against per-tier SLO targets; set slo"
     ),
+    "SLO pairing without SLOs": (["scheduler.pairing=slo"], "scheduler.pairing: slo works against per-tier SLO targets; set slo"),
     "adaptive headroom without SLOs": (
         ["scheduler.priority.mode=adaptive-headroom"],
         "scheduler.priority.mode: adaptive-headroom works against per-tier SLO targets; set slo",

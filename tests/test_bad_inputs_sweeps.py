@@ -63,8 +63,7 @@ BAD_GRIDS: dict[str, tuple[str, str]] = {
 @pytest.fixture
 def nothing_runs(monkeypatch):
     """Bad input must stop before a run is handed to a backend."""
-    for module in ("sim.sweep.runner", "sim.sweep.capacity"):
-        monkeypatch.setattr(f"{module}.execute", lambda *a, **k: pytest.fail("a run started"))
+    monkeypatch.setattr("sim.sweep.execution.execute", lambda *a, **k: pytest.fail("a run started"))
 
 
 @pytest.mark.usefixtures("nothing_runs")

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from sim.cli.main import main
 from sim.config import ConfigError
 from sim.sweep.capacity import rate_search
-from sim.sweep.capacity_grid import load_capacity_grid, mean_interval, run_capacity_grid
+from sim.sweep.capacity_grid import load_capacity_grid, run_capacity_grid
+from sim.sweep.execution import Execution
 from sim.sweep.stats import SEED_LOOKS, sequential_ratio, unsettled
 from tests.sweep_support import GRIDS, fake_summary
 from tests.test_bad_inputs import exits_2_with_one_line
@@ -72,7 +73,7 @@ def test_every_tier_bound_is_k_bounds_and_the_strictest_sets_the_capacity(tmp_pa
         tmp_path,
         "axes: {workload.priority.tiers: [1, 2, 5]}\ncapacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01}\n",
     )
-    outcome, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    outcome, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))
     assert list(index["answer"]) == ["bracketed"] * 3 and outcome.failed == 0
     for tiers, rate, high in zip(index["workload.priority.tiers"], index["rate"], index["bracket_high"]):
         assert rate <= 10 / tiers < high and (high - rate) / rate <= 0.01
@@ -82,7 +83,7 @@ def test_every_tier_bound_is_k_bounds_and_the_strictest_sets_the_capacity(tmp_pa
 def test_a_bound_no_rate_meets_answers_none_from_the_lowest_rate(tmp_path, monkeypatch):
     patch_runs(monkeypatch, lambda c, t: 1 - c.workload.arrival.rate / 100)  # 0.995 at 0.5 req/s
     path = grid_file(tmp_path, "seeds: 2\ncapacity: {slo: ['tier*.attainment>=0.999'], low: 0.5}\n")
-    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))
     row = index.iloc[0]
     assert row["answer"] == "none" and row["answers"] == "none 2"
     assert math.isnan(row["rate"]) and (row["bracket_low"], row["bracket_high"]) == (0.0, 0.5)
@@ -118,7 +119,7 @@ def test_later_seeds_search_from_the_first_seeds_bracket_and_try_fewer_rates(tmp
     patch_runs(monkeypatch, lambda c, t: 1 - c.workload.arrival.rate / (1 + c.seed / 50) / 100)
     path = grid_file(tmp_path, "seeds: 5\ncapacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.0625}\n")
     path.write_text(path.read_text().replace("rate: 3.0", "rate: 40.0"))
-    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))
     searches = pd.read_csv(tmp_path / "out" / "searches.csv").sort_values("seed")
     for seed, rate, high in zip(searches["seed"], searches["rate"], searches["bracket_high"]):
         assert rate <= 10 * (1 + seed / 50) < high and (high - rate) / rate <= 0.0625
@@ -141,7 +142,7 @@ def test_the_paired_ratio_cancels_what_the_seeds_share(tmp_path, monkeypatch):
         "seeds: 3\nvariants: {scheduler: {infaas++: {scheduler.name: infaas++}, llumnix: {scheduler.name: llumnix}}}\n"
         "capacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01, baseline: {scheduler: infaas++}}\n",
     )
-    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))
     base, llumnix = index.iloc[0], index.iloc[1]
     assert base["vs_baseline"] == pytest.approx(1.0)
     assert llumnix["vs_baseline"] == pytest.approx(2.0, rel=0.03)
@@ -163,12 +164,6 @@ def test_a_failed_run_ends_its_search_not_the_grid(tmp_path, monkeypatch, capsys
     assert list(searches["answer"]) == ["bracketed", "failed"]
     assert "a bad row" in searches["error"][1]
     assert pd.read_csv(tmp_path / "out" / "index.csv")["answer"][0] == "mixed"
-
-
-def test_mean_interval_is_students_t():
-    mean, low, high = mean_interval([1.0, 2.0, 3.0])  # sd 1, n 3: t(0.975, 2) = 4.303
-    assert mean == 2.0 and (high - mean) == pytest.approx(4.3027 / math.sqrt(3), rel=1e-4)
-    assert math.isnan(mean_interval([5.0])[1])
 
 
 # ------------------------------------------------------------------ the smoke grid, real runs
@@ -197,7 +192,7 @@ def test_the_smoke_grid_answers_every_search_consistently_with_its_points(smoke)
 def test_a_resumed_smoke_grid_computes_nothing_and_writes_the_same_bytes(smoke):
     out, first, _ = smoke
     before = {name: (out / name).read_bytes() for name in TABLES}
-    again, _ = run_capacity_grid(load_capacity_grid(SMOKE), out, jobs=1)
+    again, _ = run_capacity_grid(load_capacity_grid(SMOKE), out, Execution(jobs=1))
     assert again.computed == 0 and again.reused == first.runs == again.runs
     assert {name: (out / name).read_bytes() for name in TABLES} == before
 
@@ -227,7 +222,7 @@ BAD = {
 
 @pytest.mark.parametrize(("body", "expected"), BAD.values(), ids=BAD.keys())
 def test_a_bad_capacity_grid_exits_2_naming_the_key(body, expected, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("sim.sweep.capacity_grid.execute", lambda *a, **k: pytest.fail("a run started"))
+    monkeypatch.setattr("sim.sweep.execution.execute", lambda *a, **k: pytest.fail("a run started"))
     argv = ["capacity", "--grid", str(grid_file(tmp_path, body)), "--out", str(tmp_path / "out")]
     assert expected in exits_2_with_one_line(argv, capsys)
     assert not (tmp_path / "out").exists()
@@ -254,7 +249,7 @@ def test_a_capacity_grid_given_to_sweep_says_how_to_run_it(tmp_path, capsys):
 def test_the_autoscale_smoke_grid_scales_and_judges_attainment_per_gpu_hour(tmp_path):
     from sim.sweep import load_grid, run_sweep
 
-    run_sweep(load_grid(GRIDS / "k_autoscale_smoke.yaml"), tmp_path, jobs=1)
+    run_sweep(load_grid(GRIDS / "k_autoscale_smoke.yaml"), tmp_path, Execution(jobs=1))
     index = pd.read_csv(tmp_path / "index.csv")
     assert len(index) == 2 * 2 * 2 and (index["status"] == "ok").all()
     # the bursts make every scheme scale out, so its GPU-hours are its own
@@ -448,7 +443,7 @@ def test_a_bound_the_floor_fails_answers_floor_without_a_search_and_the_floor_ta
         "seeds: 2\n" + SCHEMES + "capacity: {contracts: {loose: ['tier*.attainment>=0.9'], tight: "
         "['tier*.attainment>=0.99']}, floor: 0.05, tolerance: 0.05, baseline: {scheduler: infaas++}}\n",
     )
-    outcome, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    outcome, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))
     searches = pd.read_csv(tmp_path / "out" / "searches.csv")
     tight = searches[searches["contract"] == "tight"]
     assert (tight["answer"] == "floor").all() and (tight["rates_tried"] == 0).all()
@@ -478,7 +473,7 @@ def test_sequential_seeds_go_on_only_where_the_ratio_is_unsettled(tmp_path, monk
         "seeds: 20\n" + SCHEMES + "capacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01,"
         " baseline: {scheduler: infaas++}, sequential: true}\n",
     )
-    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)
+    _, index = run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))
     seeds = dict(zip(index["scheduler"], index["seeds"]))
     assert seeds["llumnix"] == 5
     assert 5 < seeds["round-robin"] < 20 and seeds["infaas++"] == seeds["round-robin"]
@@ -528,7 +523,7 @@ def _seed_1_below_the_floor(tmp_path, monkeypatch, seeds: int, sequential: bool)
         f"seeds: {seeds}\n" + SCHEMES + "capacity: {slo: ['tier*.attainment>=0.9'], tolerance: 0.01, floor: 0.05,"
         f" baseline: {{scheduler: infaas++}}, sequential: {str(sequential).lower()}}}\n",
     )
-    return run_capacity_grid(load_capacity_grid(path), tmp_path / "out", jobs=1)[1]
+    return run_capacity_grid(load_capacity_grid(path), tmp_path / "out", Execution(jobs=1))[1]
 
 
 def test_a_seed_whose_requests_fail_the_floor_is_left_out_of_the_comparison_not_the_cell(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from sim.config import ConfigError, SchedulerConfig
 from sim.engine import Simulation
 from sim.instance.load import LoadReport
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
+from tests.reports import make_report
 
 
 @DISPATCH_RULES.register("test-newest-instance")
@@ -106,7 +107,7 @@ def test_a_per_step_report_absorbs_the_demand_dispatched_before_it():
     next report (which already holds it); reports arriving between two dispatches count once,
     at the next dispatch, as if each had been applied on arrival."""
     def report(instance: int, free: int) -> LoadReport:
-        return LoadReport(instance, 800, 800 - free, 0, 10, 0, 0, 0, watermark_blocks=8)
+        return make_report(instance_id=instance, capacity_blocks=800, used_blocks=800 - free, num_running=10, watermark_blocks=8)
 
     s = GlobalScheduler(SchedulerConfig(name="infaas++", count_dispatched_load=True))
     for i in (0, 1):

@@ -30,6 +30,7 @@ from sim.sweep.fleet import (
     search_fleet,
 )
 from sim.progress import Progress
+from sim.sweep.execution import Execution
 from sim.sweep.store import RunStore
 from tests.hardware_support import fitted_cache
 from tests.sweep_support import REPO
@@ -169,8 +170,7 @@ def test_fleet_search_on_the_simulator_gives_the_brute_force_answer(tmp_path):
     result = search_fleet(config, slos, most, tmp_path / "search", monotone=True)
     # brute force: every fleet within the bounds, each simulated (the same runs, its own store)
     pools = fleet_pools(config, most)
-    evaluate = FleetEvaluator(config, slos, [0], RunStore(tmp_path / "brute"), None, "local", None, False,
-                              Progress("brute", 0, show=False))
+    evaluate = FleetEvaluator(config, slos, [0], RunStore(tmp_path / "brute"), Execution(), Progress("brute", 0, show=False))
     expected = brute_force(pools, evaluate)
     assert expected is not None and result.best == expected
     # the answer is a real trade-off: neither GPU alone is the cheapest

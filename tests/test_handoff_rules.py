@@ -7,22 +7,19 @@ from __future__ import annotations
 from sim.cluster.handoff import AdaptivePd, Handoff, HeldRequest, Immediate, LlumnixPairing, Move
 from sim.cluster.view import ClusterView
 from sim.config.schema import PdConfig
-from sim.instance.load import LoadReport
+from tests.reports import make_report
 
 BLOCK = 16
 
 
-def report(instance_id, free, running=0, preempted=0, waiting_blocks=0, capacity=100):
-    """A report with ``free`` free blocks, ``running`` requests and a queue of ``waiting_blocks``."""
-    return LoadReport(
+def report(instance_id, free, running=0, preempted=0, capacity=100):
+    """An instance of ``capacity`` blocks with ``free`` free, ``running`` requests and
+    ``preempted`` queued again."""
+    return make_report(
         instance_id=instance_id,
         capacity_blocks=capacity,
         used_blocks=capacity - free,
-        reserved_blocks=0,
         num_running=running,
-        num_waiting=1 if waiting_blocks else 0,
-        waiting_demand_blocks=waiting_blocks,
-        head_demand_blocks=waiting_blocks,
         num_preempted=preempted,
     )
 

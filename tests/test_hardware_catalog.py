@@ -221,7 +221,8 @@ DEVICE_MODULES = {
     "hardware/calibration.py": "the A10 measurement table and what its rows ask",
     "hardware/build_profiles.py": "the fit to the A10 table (its A10 transfers)",
     "hardware/provenance_note.py": "the text of the A10 profiles' note",
-    "cli/calibrate.py": "prints the A10 calibration",
+    "hardware/calibration_report.py": "the A10 calibration report",
+    "hardware/calibration_plot.py": "draws the A10 calibration report",
 }
 # A value a generic module may hold anyway, and why.
 ALLOWED_VALUES = {"config/schema.py": {"a10": "cluster.device's default (config data, like LAYOUTS)"}}

@@ -17,6 +17,7 @@ from sim.instance.load import LoadReport
 from sim.instance.request import RequestState
 from sim.metrics import write_run
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
+from tests.reports import make_report
 
 # per-step reports (the artifact's cadence) and periodic ones (the paper's prose)
 PRESETS = ["llumnix", "infaas++", "llumnix-base", "llumnix-prose", "llumnix-prose-base", "round-robin"]
@@ -103,7 +104,7 @@ def test_no_idle_instance_is_shown_busy_on_any_preset(scheduler):
 
 
 def report(instance_id: int, running: int, used: int) -> LoadReport:
-    return LoadReport(instance_id, 20, used, 0, running, 0, 0, 0)
+    return make_report(instance_id=instance_id, capacity_blocks=20, used_blocks=used, num_running=running)
 
 
 def test_the_watch_counts_the_seconds_after_the_report_was_due_and_strict_raises():

@@ -1,5 +1,5 @@
 """The per-preset counts of what the artifact's length limits remove, as traces/PROVENANCE.md
-and the presets' comments state them, are what experiments/length_limits.py computes."""
+and the presets' comments state them, are what traces/length_limits.py computes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("length_limits", ROOT / "experiments/length_limits.py")
+    spec = importlib.util.spec_from_file_location("length_limits", ROOT / "traces/length_limits.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -38,7 +38,7 @@ def test_a_report_is_handed_out_again_exactly_while_nothing_it_reports_changed()
         before = reporter.report()
         change()
         after = reporter.report()
-        assert after is not before and getattr(after, field) and after == LoadReport(*after)
+        assert after is not before and getattr(after, field) and type(after) is LoadReport
     assert len(reporter.report()) == len(LoadReport._fields)
 
 

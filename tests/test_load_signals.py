@@ -7,19 +7,19 @@ import math
 import pytest
 
 from sim.instance.load import (
-    LoadReport,
     dispatch_freeness,
     freeness_full,
     freeness_normal,
     queue_aware_freeness,
 )
 from sim.instance.virtual_usage import headroom_usage, tier_headroom_blocks
+from tests.reports import make_report
 
 M = 851
 
 
 def report(used=0, running=0, waiting=0, waiting_demand=0, head=0, headroom=0.0, reserved=0, draining=False):
-    return LoadReport(
+    return make_report(
         instance_id=0,
         capacity_blocks=M,
         used_blocks=used,

@@ -12,11 +12,11 @@ from sim.config import ConfigError, config_hash, load_config, to_dict
 from sim.engine import Simulation
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
-from sim.instance.load import LoadReport
 from sim.instance.parts import BATCH_FORMERS, LEDGERS
 from sim.metrics.cost import cost_summary
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 from tests.sweep_support import REPO
+from tests.reports import make_report
 
 
 class RecordingTimer(LinearTimer):
@@ -146,7 +146,7 @@ def test_scale_out_adds_instances_of_the_first_pool_by_default():
 
 def test_least_free_picks_the_pool_whose_serving_instances_are_least_free_on_average():
     def report(instance_id, used, draining=False):
-        return LoadReport(instance_id, 1000, used, 0, 4, 0, 0, 0, draining=draining)
+        return make_report(instance_id=instance_id, capacity_blocks=1000, used_blocks=used, num_running=4, draining=draining)
 
     pool_of = {0: "wide", 1: "wide", 2: "narrow", 3: "narrow", 4: "spare"}.__getitem__
     pools = ["wide", "narrow", "spare"]

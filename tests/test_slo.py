@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sim.config import SimulationConfig, from_dict, to_dict
+from tests.reports import make_report
 
 
 def test_a_ladder_expands_to_one_target_per_tier_growing_geometrically():
@@ -104,14 +105,7 @@ def _model(**limits):
 
 
 def _report(instance_id=0, **fields):
-    from sim.instance.load import LoadReport
-
-    values = dict(
-        capacity_blocks=1000, used_blocks=0, reserved_blocks=0, num_running=0, num_waiting=0,
-        waiting_demand_blocks=0, head_demand_blocks=0, watermark_blocks=10, block_size=16,
-    )
-    values.update(fields)
-    return LoadReport(instance_id=instance_id, **values)
+    return make_report(**{"instance_id": instance_id, "capacity_blocks": 1000, "watermark_blocks": 10, **fields})
 
 
 # LinearTimer: 0.02 s + 0.2 ms per prefill token + 0.3 ms per decode + 1 µs per KV token

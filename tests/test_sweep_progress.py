@@ -95,12 +95,13 @@ def test_a_sweep_with_stderr_in_a_file_leaves_progress_lines_in_it(smoke_results
 def test_a_capacity_search_logs_its_runs_and_counts_the_bisection_left(tmp_path, monkeypatch, capsys):
     from sim.config import load_config
     from sim.sweep.capacity import parse_slo, search_capacity
+    from sim.sweep.execution import Execution
     from tests.sweep_support import fake_run_cell
 
     monkeypatch.setattr("sim.sweep.cell.run_cell", fake_run_cell(lambda c: c.workload.arrival.rate / 10))
     config = load_config(base={"workload": {"num_requests": 10, "arrival": {"rate": 3.0}}})
     slo = parse_slo("prefill_latency.p99<=1.0")
-    result = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=1, progress=True)
+    result = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, execution=Execution(jobs=1, progress=True))
     lines = [m.groupdict() for m in map(LINE.match, capsys.readouterr().err.splitlines()) if m]
     runs = 2 * len(result.points)
     assert lines and lines[-1]["done"] == lines[-1]["total"] == str(runs)

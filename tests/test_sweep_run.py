@@ -17,7 +17,7 @@ import pytest
 
 from sim.config import ConfigError, load_config
 from sim.files import OutputError
-from sim.sweep import load_grid, run_sweep
+from sim.sweep import Execution, load_grid, run_sweep
 from sim.sweep.capacity import parse_slo, search_capacity
 from tests.disk_faults import FailingDisk
 from tests.sweep_support import GRIDS, REPO, fake_run_cell, fake_summary
@@ -106,7 +106,7 @@ def test_the_smoke_index_has_a_row_per_cell_and_seed_with_every_metric(smoke_res
 def test_a_second_run_recomputes_nothing(smoke_results):
     out = smoke_results("k_sweep_smoke")
     stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(out)}
-    outcome = run_sweep(load_grid(SMOKE), out, jobs=2)
+    outcome = run_sweep(load_grid(SMOKE), out, Execution(jobs=2))
     assert (outcome.computed, outcome.reused) == (0, SMOKE_RUNS)
     assert {p.name: p.stat().st_mtime_ns for p in done_runs(out)} == stamps
 
@@ -142,7 +142,7 @@ def test_interrupted_killed_and_out_of_space_then_resumed_gives_the_uninterrupte
     # the disk fills 10 runs later (injected at the write: see tests/disk_faults.py)
     disk = FailingDisk(monkeypatch, out, when=lambda: len(done_runs(out)) >= killed + 10)
     with pytest.raises(OutputError, match="No space left on device"):
-        run_sweep(load_grid(SMOKE), out, jobs=2)
+        run_sweep(load_grid(SMOKE), out, Execution(jobs=2))
     assert disk.failed
     kept = assert_whole(out)
     assert len(kept) == killed + 10
@@ -200,7 +200,7 @@ def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch
         }
     )
     slo = parse_slo("tier0.prefill_latency.p99<=1.0")
-    result = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=2)
+    result = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, execution=Execution(jobs=2))
     assert (
         result.rate <= 10.0 < result.bracket[1]
         and (result.bracket[1] - result.rate) / result.rate <= 0.01
@@ -209,7 +209,7 @@ def test_capacity_bisects_to_the_rate_where_the_slo_breaks(tmp_path, monkeypatch
     assert [p.meets for p in result.points] == [p.rate <= 10.0 for p in result.points]
     stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)}
     assert len(stamps) == 2 * len(result.points)  # each rate: one run per seed
-    again = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, jobs=2)
+    again = search_capacity(config, [slo], tmp_path, seeds=2, tolerance=0.01, execution=Execution(jobs=2))
     assert again.rate == result.rate
     assert {
         p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)
@@ -235,7 +235,7 @@ def test_capacity_can_target_a_tiers_slo_attainment(tmp_path, monkeypatch):
         }
     )
     slo = parse_slo("tier0.attainment>=0.9")
-    result = search_capacity(config, [slo], tmp_path, tolerance=0.01, jobs=1)
+    result = search_capacity(config, [slo], tmp_path, tolerance=0.01, execution=Execution(jobs=1))
     assert result.rate <= 10.0 < result.bracket[1]
     assert [p.meets for p in result.points] == [p.rate <= 10.0 for p in result.points]
     # the same shares judged as a latency would be (<=) come out the other way: the bound's
@@ -262,16 +262,16 @@ def test_runs_stored_by_other_code_are_reused_and_counted_or_rerun_on_request(tm
     many of the runs it reused other code made, and --recompute-stale reruns exactly those."""
     monkeypatch.setattr("sim.sweep.cell.run_cell", fake_run_cell(lambda c: 1.0))
     grid = load_grid(SMOKE)
-    first = run_sweep(grid, tmp_path, jobs=1)
+    first = run_sweep(grid, tmp_path, Execution(jobs=1))
     assert first.reused_from_other_code == 0 and "other code" not in first.line()
     runs = sorted(done_runs(tmp_path))
     for folder in runs[:5]:  # as if an older checkout had stored these five
         (folder / "code.txt").write_text("0000000000000000\n")
-    again = run_sweep(grid, tmp_path, jobs=1)
+    again = run_sweep(grid, tmp_path, Execution(jobs=1))
     assert (again.reused, again.reused_from_other_code, again.computed) == (SMOKE_RUNS, 5, 0)
     assert "5 made by other code than this checkout's" in again.line()
     stamps = {p.name: p.stat().st_mtime_ns for p in done_runs(tmp_path)}
-    fresh = run_sweep(grid, tmp_path, jobs=1, recompute_stale=True)
+    fresh = run_sweep(grid, tmp_path, Execution(jobs=1, recompute_stale=True))
     assert (fresh.computed, fresh.reused_from_other_code) == (5, 0)
     changed = {p.name for p in done_runs(tmp_path) if p.stat().st_mtime_ns != stamps[p.name]}
     assert changed == {folder.name for folder in runs[:5]}

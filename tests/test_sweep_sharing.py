@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from sim.config import config_hash, load_config
-from sim.sweep import expand, load_grid, run_sweep
+from sim.sweep import Execution, expand, load_grid, run_sweep
 from sim.sweep.sharing import label_only, simulation_key
 from tests.sweep_support import GRIDS
 
@@ -43,14 +43,14 @@ def test_the_smoke_sweep_deduplicated_writes_the_brute_force_index(smoke_results
     shared = smoke_results("k_sweep_smoke")
     assert len({simulation_key(run.config) for run in load_grid(SMOKE).runs}) == SMOKE_SIMULATIONS
     brute_force(monkeypatch)
-    outcome = run_sweep(load_grid(SMOKE), tmp_path / "brute", jobs=2)
+    outcome = run_sweep(load_grid(SMOKE), tmp_path / "brute", Execution(jobs=2))
     assert outcome.simulations == outcome.computed == 96
     assert_same_bytes(tmp_path / "brute", shared)
 
 
 def test_relabelled_runs_keep_their_own_tiers_and_request_tables(tmp_path, monkeypatch):
     grid = expand(LABELS_GRID, "labels", GRIDS)
-    shared = run_sweep(grid, tmp_path / "shared", jobs=2)
+    shared = run_sweep(grid, tmp_path / "shared", Execution(jobs=2))
     assert (shared.computed, shared.simulations) == (16, 2)  # a schedule per scheduler, 8 labellings each
     index = pd.read_parquet(tmp_path / "shared" / "index.parquet")
     k3 = index[index["workload.priority.tiers"] == 3]
@@ -58,7 +58,7 @@ def test_relabelled_runs_keep_their_own_tiers_and_request_tables(tmp_path, monke
     assert k3.loc[k3["workload.priority.sampler"] == "share", "latency_by_tier.1.e2e_latency.count"].isna().all()
     assert (k3.loc[k3["workload.priority.sampler"] == "gaussian", "latency_by_tier.1.e2e_latency.count"] > 0).all()
     brute_force(monkeypatch)
-    brute = run_sweep(grid, tmp_path / "brute", jobs=2)
+    brute = run_sweep(grid, tmp_path / "brute", Execution(jobs=2))
     assert brute.simulations == 16
     assert_same_bytes(tmp_path / "brute", tmp_path / "shared")
     for run in grid.runs:

@@ -4,6 +4,8 @@ remove the noise two variants share through common random numbers."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,9 +16,10 @@ from sim.sweep.stats import (
     BOOTSTRAP_MIN_POINTS,
     aggregate,
     bootstrap_ci,
-    mean_interval,
+    mean_and_t_interval,
     paired,
     ratio_interval,
+    row_mean_intervals,
     t_interval,
 )
 
@@ -64,7 +67,7 @@ def test_with_three_seeds_the_min_max_the_z_interval_and_the_bootstrap_cover_too
     assert all(value < BAND[0] for value in wrong.values()), wrong
     assert in_band(coverage(*t_interval(three), 0.0))
     # asking for the bootstrap on three points gets the t interval instead
-    assert np.array_equal(mean_interval(three, "bootstrap")[0], t_interval(three)[0])
+    assert np.array_equal(row_mean_intervals(three, "bootstrap")[0], t_interval(three)[0])
 
 
 def test_the_min_max_of_ten_seeds_covers_far_more_than_it_claims():
@@ -76,7 +79,7 @@ def test_the_min_max_of_ten_seeds_covers_far_more_than_it_claims():
 def test_the_bootstrap_covers_95_percent_once_it_has_enough_points():
     rng = np.random.default_rng(5)
     samples = rng.normal(loc=2.0, size=(2000, BOOTSTRAP_MIN_POINTS + 10))
-    low, high = mean_interval(samples, "bootstrap")
+    low, high = row_mean_intervals(samples, "bootstrap")
     assert not np.array_equal(low, t_interval(samples)[0])  # the bootstrap, not t
     assert in_band(coverage(low, high, 2.0))
 
@@ -88,7 +91,7 @@ def test_degenerate_samples_get_the_obvious_interval():
         low, high = interval(np.array([[1.0], [2.0]]))  # one seed: no interval
         assert np.isnan(low).all() and np.isnan(high).all()
     with pytest.raises(ValueError, match="method"):
-        mean_interval(np.ones((1, 3)), "min-max")
+        row_mean_intervals(np.ones((1, 3)), "min-max")
 
 
 def index_frame(values_a, values_b, extra=None):
@@ -208,3 +211,9 @@ def test_the_rule_stops_a_settled_comparison_and_extends_an_unsettled_one():
     assert not stats.unsettled([1.01, 0.99, 1.00, 1.01, 1.00])  # within 2% of 1
     assert stats.unsettled([1.20, 0.90, 1.15, 0.95, 1.10])  # 5% away, interval across 1
     assert not stats.unsettled([1.20, 0.90, 1.15, 0.95, 1.10] * 4)  # the last look: no more seeds
+
+
+def test_mean_and_t_interval_is_students_t():
+    mean, low, high = mean_and_t_interval([1.0, 2.0, 3.0])  # sd 1, n 3: t(0.975, 2) = 4.303
+    assert mean == 2.0 and (high - mean) == pytest.approx(4.3027 / math.sqrt(3), rel=1e-4)
+    assert math.isnan(mean_and_t_interval([5.0])[1])

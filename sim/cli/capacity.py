@@ -14,7 +14,7 @@ from itertools import product
 from pathlib import Path
 
 from sim.cli import add_set_argument
-from sim.cli.sweep import add_execution_arguments, add_quiet_argument
+from sim.cli.sweep import add_execution_arguments, add_quiet_argument, execution_of
 
 EXIT_NO_RATE_MEETS = 1
 EXIT_EVERY_RATE_MEETS = 4
@@ -108,11 +108,7 @@ def run(args: argparse.Namespace) -> int:
         args.low,
         args.high,
         args.tolerance if args.tolerance is not None else 0.02,
-        args.jobs,
-        args.backend,
-        args.address,
-        args.recompute_stale,
-        not args.quiet,
+        execution_of(args),
     )
     slos = result.slos
     header = f"{'req/s':>8} {'meets':>6} {'GPUs':>6}" + "".join(
@@ -172,8 +168,7 @@ def run_fleet(args: argparse.Namespace, config, slos) -> int:
     out_dir = args.out or Path("results") / "fleet" / config.name
     result = search_fleet(
         config, slos, fleet_bounds(args.fleet), out_dir, args.seeds if args.seeds is not None else 1,
-        args.jobs, args.backend, args.address, not args.quiet, monotone=args.monotone,
-        recompute_stale=args.recompute_stale,
+        execution_of(args), monotone=args.monotone,
     )
     names = [pool.name for pool in result.pools]
     first = result.slos[0]
@@ -206,9 +201,7 @@ def run_grid(args: argparse.Namespace) -> int:
 
     spec = load_capacity_grid(args.grid, args.overrides)
     out_dir = args.out or Path("results") / spec.grid.name
-    outcome, index = run_capacity_grid(
-        spec, out_dir, args.jobs, args.backend, args.address, args.recompute_stale, not args.quiet
-    )
+    outcome, index = run_capacity_grid(spec, out_dir, execution_of(args))
     print(f"{'cell':<60} {'answers':<16} {'req/s per GPU [95% t]':>28} {'vs baseline [95% t]':>24}")
     for row, (contract, cell) in zip(index.to_dict("records"), product(spec.bounds(), spec.grid.cells)):
         label = f"{cell.label}, contract={contract}" if contract else cell.label

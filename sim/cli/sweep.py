@@ -10,10 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.cli import add_set_argument
 from sim.files import OutputError
 from sim.sweep.backends import BACKENDS, default_jobs
+
+if TYPE_CHECKING:
+    from sim.sweep.execution import Execution
 
 EXIT_SOME_FAILED = 1
 
@@ -71,9 +75,12 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def show_progress(args: argparse.Namespace) -> bool:
-    """Progress on stderr unless --quiet: a bar on a terminal, lines every 30 s or 5% in a log."""
-    return not args.quiet
+def execution_of(args: argparse.Namespace) -> Execution:
+    """The options ``add_execution_arguments`` and ``add_quiet_argument`` read; progress on
+    stderr unless --quiet (a bar on a terminal, lines every 30 s or 5% in a log)."""
+    from sim.sweep.execution import Execution
+
+    return Execution(args.jobs, args.backend, args.address, args.recompute_stale, progress=not args.quiet)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,16 +109,7 @@ def sweep_or_stop(grid, out_dir: Path, args: argparse.Namespace):
 
     resume = "finished runs are kept, run the same command to resume"
     try:
-        return run_sweep(
-            grid,
-            out_dir,
-            args.jobs,
-            args.backend,
-            args.address,
-            show_progress(args),
-            args.recompute_stale,
-            args.retry_failed,
-        )
+        return run_sweep(grid, out_dir, execution_of(args), args.retry_failed)
     except KeyboardInterrupt:
         print(f"{grid.name}: interrupted; {resume}", file=sys.stderr)
         return None

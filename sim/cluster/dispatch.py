@@ -62,6 +62,7 @@ class DispatchRule(ABC):
 
     reads_reports: ClassVar[bool] = True  # False: the choice never looks at a load report
     reads_cache: ClassVar[bool] = False  # True: it is given each instance's cached prefix
+    reads_slo_targets: ClassVar[bool] = False  # True: it works against per-tier SLO targets (a config naming it sets slo)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode | None = None) -> None:
         self.config = config
@@ -237,6 +238,7 @@ class SloAware(ArtifactLoad):
     predicted as empty."""
 
     reads_tiers: ClassVar[bool] = True  # the request's tier picks its SLO targets
+    reads_slo_targets: ClassVar[bool] = True
 
     def choose(self, view: ClusterView, request: DispatchInfo) -> int:
         target = view.slo_targets[request.tier]

@@ -43,6 +43,7 @@ class PairingRule(ABC):
     """Keeps the current pairs (source -> destination); an instance is in at most one."""
 
     continues_after_commit: ClassVar[bool] = False  # a source starts its next migration when one commits
+    reads_slo_targets: ClassVar[bool] = False  # True: it works against per-tier SLO targets (a config naming it sets slo)
 
     def __init__(self, config: SchedulerConfig, priority: PriorityMode, load_control: bool) -> None:
         self.config = config
@@ -141,6 +142,7 @@ PAIRING_RULES.register("freeness-threshold")(FreenessThresholds)
 @mypyc_attr(allow_interpreted_subclasses=True)
 class SloPairing(PairingRule):
     reads_tiers: ClassVar[bool] = True  # each instance's most critical tier sets its target
+    reads_slo_targets: ClassVar[bool] = True
 
     def pair(self, view: ClusterView) -> Mapping[int, int]:
         targets, reports, models = view.slo_targets, view.reports, view.models

@@ -47,6 +47,7 @@ class PriorityMode:
     tier_dependent: ClassVar[bool] = False  # the dispatch reservation depends on the request's tier
     adapts: ClassVar[bool] = False  # tier headroom is moved online (adaptive-headroom)
     reads_tiers: ClassVar[bool] = False  # a decision reads a tier or K (sim.sweep.sharing)
+    reads_slo_targets: ClassVar[bool] = False  # True: it works against per-tier SLO targets (a config naming it sets slo)
 
     def __init__(self, config: SchedulerConfig, tiers: int) -> None:
         self.config = config
@@ -105,6 +106,7 @@ class AdaptiveHeadroomMode(HeadroomMode):
 
     adapts: ClassVar[bool] = True
     reads_tiers: ClassVar[bool] = True
+    reads_slo_targets: ClassVar[bool] = True
 
 
 PRIORITY_MODES.register("adaptive-headroom")(AdaptiveHeadroomMode)

@@ -39,6 +39,9 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
     def get(self, name: str, key: str | None = None) -> T:
         """The entry ``name``; unknown, a ConfigError naming ``key`` (default: the registry's)."""
         try:

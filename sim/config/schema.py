@@ -29,10 +29,6 @@ from sim.config.ranges import (
 from sim.config.slo_schema import SloConfig
 from sim.config.workload_schema import WorkloadConfig
 
-# rules that read the SLO targets (a config naming one must set ``slo``)
-SLO_DRIVEN_RULES = ("slo-aware", "adaptive-headroom", "slo")
-
-
 @dataclass
 class OverheadConfig:
     """The serving engine's CPU work per iteration, added to every iteration's GPU time.
@@ -586,18 +582,9 @@ class SimulationConfig:
             )
 
     def _check_slo_tiers(self) -> None:
-        """Explicit SLO targets come one per tier (a ladder is expanded to the tiers), and a
-        rule that works against them (dispatch, pairing or priority mode) has some."""
+        """Explicit SLO targets come one per tier (a ladder is expanded to the tiers). Whether
+        a rule needs them is the rule's to say (``sim.engine.setup.check_names``)."""
         tiers = self.workload.priority.tiers
-        for key, value in (
-            ("scheduler.dispatch", self.scheduler.dispatch),
-            ("scheduler.pairing", self.scheduler.pairing),
-            ("scheduler.priority.mode", self.scheduler.priority.mode),
-        ):
-            require(
-                self.slo is not None or value not in SLO_DRIVEN_RULES,
-                f"{key}: {value} works against per-tier SLO targets; set slo (slo.tiers or slo.ladder)",
-            )
         if self.slo is None:
             return
         if self.slo.ladder is not None or self.slo.contract is not None:

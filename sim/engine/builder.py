@@ -94,7 +94,7 @@ def build(
     if replica_model is None:
         check_profiled_limits(config)
         if config.cost.sku_prices:  # a pool without a list price fails here, not after the run
-            from sim.metrics.cost import gpu_hour_prices
+            from sim.hardware.prices import gpu_hour_prices
 
             gpu_hour_prices(config)
     workload = workload if workload is not None else load_workload(config, root)
@@ -114,7 +114,7 @@ def build(
     )
     block_size = next(iter(pools.values())).limits.block_size  # every pool's (the config checks it)
     candidate = functools.partial(_candidate, rules.candidate, scheduler.priority.normal_tier)
-    rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, random fallback
+    rng = np.random.default_rng([config.seed, 0x11F])  # fault draws, random fallback (INV-6 same-result)
 
     # the parts, in the order each needs the ones before it (later ones through callbacks)
     headroom: Optional[HeadroomAdapter] = None

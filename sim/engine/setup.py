@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from sim.cluster.adaptive_headroom import HeadroomController
 from sim.config import ClusterConfig, ConfigError, PoolConfig, SchedulerConfig, SimulationConfig
+from sim.config.registry import Registry
 from sim.config.schema import AdaptiveHeadroomConfig, OverheadConfig, PdConfig
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
@@ -52,6 +53,11 @@ def check_names(config: SimulationConfig) -> NamedRules:
     from sim.cluster.pairing import PAIRING_RULES
     from sim.instance.candidates import CANDIDATE_RULES
 
+    scheduler = config.scheduler
+    _check_slo_rules(  # the rules the config names itself, before any other check
+        config,
+        ((DISPATCH_RULES, scheduler.dispatch), (PAIRING_RULES, scheduler.pairing), (PRIORITY_MODES, scheduler.priority.mode)),
+    )
     settings = resolve(config.scheduler)
     DISPATCH_RULES.get(settings.dispatch)
     if settings.pairing != NO_PAIRING:
@@ -84,6 +90,18 @@ def check_names(config: SimulationConfig) -> NamedRules:
         CANDIDATE_RULES.get(config.migration.candidate or settings.candidate),
         handoff,
     )
+
+
+def _check_slo_rules(config: SimulationConfig, named: tuple[tuple[Registry, str | None], ...]) -> None:
+    """A run without SLO targets names no rule that works against them, as the rule says
+    (``reads_slo_targets``); an unknown name is left to its own lookup."""
+    if config.slo is not None:
+        return
+    for registry, name in named:
+        if name in registry and registry.get(name).reads_slo_targets:
+            raise ConfigError(
+                f"{registry.key}: {name} works against per-tier SLO targets; set slo (slo.tiers or slo.ladder)"
+            )
 
 
 # scheduler.priority keys only one priority mode reads: under another they would be ignored

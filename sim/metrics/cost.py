@@ -17,7 +17,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from sim.config import ClusterConfig, ConfigError, SimulationConfig
+from sim.config import ClusterConfig, SimulationConfig
+from sim.hardware.prices import gpu_hour_prices
 
 
 def gpus_per_instance(cluster: ClusterConfig) -> int:
@@ -30,29 +31,6 @@ def gpus_per_instance(cluster: ClusterConfig) -> int:
         return find_layout(cluster.model, cluster.device, None).tensor_parallel
     except UnknownHardwareError:  # a test double's made-up model: one GPU per instance
         return 1
-
-
-def gpu_hour_prices(config: SimulationConfig) -> dict[str, float]:
-    """What a GPU-hour costs in each pool, by name; a ConfigError where ``cost.sku_prices``
-    meets a pool whose device has no list price (or no entry)."""
-    pools = config.instance_pools()
-    if not config.cost.sku_prices:
-        return {pool.name: config.cost.gpu_hour_price for pool in pools}
-    from sim.hardware.catalog import UnknownHardwareError, find_layout
-
-    prices = {}
-    for pool in pools:
-        try:
-            price = find_layout(pool.model, pool.device, pool.tensor_parallel).device_sku.gpu_hour_price
-        except UnknownHardwareError as exc:
-            raise ConfigError(f"cost.sku_prices: pool {pool.name}: {exc}") from None
-        if price is None:
-            raise ConfigError(
-                f"cost.sku_prices: pool {pool.name}'s device {pool.device} has no list price in its "
-                "SKU entry; set cost.gpu_hour_price instead"
-            )
-        prices[pool.name] = price
-    return prices
 
 
 def cost_summary(

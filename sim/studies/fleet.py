@@ -29,6 +29,7 @@ from sim.config.loader import apply_overrides, read_yaml
 from sim.files import atomic_write
 from sim.presentation.study_cli import publish
 from sim.sweep.capacity import Slo, parse_slo
+from sim.sweep.execution import Execution
 from sim.sweep.fleet import at_bound, search_fleet
 
 README_BEGIN, README_END = "<!-- fleet:begin -->", "<!-- fleet:end -->"
@@ -104,15 +105,14 @@ def load_fleet_grid(path: Path) -> FleetGrid:
                      _mapping(data["schedulers"], f"{path}: schedulers"), contracts)
 
 
-def run_study(grid: FleetGrid, out_dir: Path, jobs: int | None, progress: bool) -> pd.DataFrame:
+def run_study(grid: FleetGrid, out_dir: Path, execution: Execution) -> pd.DataFrame:
     rows = []
     for fleet, bounds in grid.fleets.items():
         for scheduler in grid.schedulers:
             config = grid.config(fleet, scheduler)
             folder = out_dir / f"{fleet}__{scheduler}".replace("+", "-")
             for contract, slos in grid.contracts.items():
-                result = search_fleet(config, slos, bounds, folder, grid.seeds, jobs, progress=progress,
-                                      report=f"fleet-{contract}.json")
+                result = search_fleet(config, slos, bounds, folder, grid.seeds, execution, report=f"fleet-{contract}.json")
                 best = result.best
                 rows.append({
                     "fleet": fleet,
@@ -126,7 +126,7 @@ def run_study(grid: FleetGrid, out_dir: Path, jobs: int | None, progress: bool) 
                     "fleets_simulated": len(result.evaluated),
                     "seeds": grid.seeds,
                 })
-                if progress:
+                if execution.progress:
                     print(f"{fleet} {scheduler} {contract}: {rows[-1]['counts'] or 'none'}", file=sys.stderr)
     table = pd.DataFrame(rows)
     text = table.to_csv(index=False)
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> tuple[str, str]:
         grid = load_fleet_grid(args.grid)
-        table = run_study(grid, args.out, args.jobs, not args.quiet)
+        table = run_study(grid, args.out, Execution(args.jobs, progress=not args.quiet))
         plot(table, grid.contracts, args.out / "fleet.png")
         return markdown(table, grid.contracts), f"wrote fleet.csv and fleet.png to {args.out}/"
 

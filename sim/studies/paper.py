@@ -371,7 +371,7 @@ def _config_value(part: str, path: str) -> Callable[[Runs], Optional[dict]]:
 ROUND_ROBIN_TAIL = Note(
     "the P99 ratio is round-robin's own tail: its longest prompts queue behind each other on "
     "the instances it fills blindly, and the artifact's engine length limits keep every one of "
-    "these requests (experiments/length_limits.py), so the tail is the one the artifact served"
+    "these requests (traces/length_limits.py), so the tail is the one the artifact served"
 )
 FRAGMENTATION_DEFINITION = (
     "the paper's fragmentation definition is in its unpublished plot code; llumsim counts every "

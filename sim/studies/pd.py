@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.presentation.study_cli import publish, read_results_index
-from sim.sweep.capacity_grid import mean_interval
+from sim.sweep.stats import mean_and_t_interval
 
 README_BEGIN, README_END = "<!-- pd:begin -->", "<!-- pd:end -->"
 PROMPTS, OUTPUTS = "workload.shape.input.match", "workload.shape.output.match"
@@ -71,7 +71,7 @@ def interference_table(index: pd.DataFrame) -> pd.DataFrame:
         ):
             scale = 1e3 if name == "stall_ms" else 1.0
             row[name], row[f"{name}_low"], row[f"{name}_high"] = (
-                value * scale for value in mean_interval(runs[column].tolist())
+                value * scale for value in mean_and_t_interval(runs[column].tolist())
             )
         rows.append(row)
     return pd.DataFrame(rows)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.presentation.study_cli import publish, read_results_index
-from sim.sweep.capacity_grid import mean_interval
+from sim.sweep.stats import mean_and_t_interval
 
 README_BEGIN, README_END = "<!-- sessions:begin -->", "<!-- sessions:end -->"
 RATE, SERVING, PART = "workload.arrival.rate", "serving", "part"
@@ -46,7 +46,7 @@ def study_table(index: pd.DataFrame) -> pd.DataFrame:
         row: dict = {"part": part, "rate": rate, "serving": serving, "seeds": len(runs)}
         for name, (column, scale) in METRICS.items():
             values = runs[column].tolist() if column in runs else [float("nan")] * len(runs)
-            row[name], row[f"{name}_low"], row[f"{name}_high"] = (v * scale for v in mean_interval(values))
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = (v * scale for v in mean_and_t_interval(values))
         blocks = runs.get("prefix_cache.transfer.blocks")
         skipped = runs.get("prefix_cache.transfer.not_copied")
         row["not_copied"] = (

@@ -9,7 +9,8 @@ it (INV-7 layers).
 from sim.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "execution": "Execution",
     "grid": "Cell Grid Run expand load_grid run_key",
     "runner": "SweepOutcome run_sweep",
-    "stats": "aggregate bootstrap_ci mean_interval paired ratio_interval t_interval",
+    "stats": "aggregate bootstrap_ci mean_and_t_interval paired ratio_interval row_mean_intervals t_interval",
 })

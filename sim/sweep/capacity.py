@@ -34,9 +34,9 @@ from sim.files import atomic_write, strict_json
 from sim.metrics.cost import average_gpus
 from sim.metrics.summary import LATENCY_METRICS
 from sim.progress import Progress
-from sim.sweep.backends import RunError, Task, execute
+from sim.sweep.backends import RunError, Task
 from sim.sweep.cell import check_cell
-from sim.sweep.folder import prepare_results_folder
+from sim.sweep.execution import Execution, open_results
 from sim.sweep.grid import normalize, run_key
 from sim.sweep.store import RunStore
 
@@ -220,13 +220,12 @@ def _round(rate: float) -> float:
 
 class Evaluator:
     """Judges points of a search: each point one config per seed, run unless stored (or, with
-    ``recompute_stale``, stored by other code), judged on the mean over seeds; remembers them."""
+    ``execution.recompute_stale``, stored by other code), judged on the mean over seeds; remembers them."""
 
-    def __init__(self, config, slos, seeds, store, jobs, backend, address, recompute_stale, shown) -> None:
+    def __init__(self, config, slos, seeds, store: RunStore, execution: Execution, shown: Progress) -> None:
         self.config, self.slos, self.seeds, self.store = config, slos, seeds, store
-        self.jobs, self.backend, self.address = jobs, backend, address
-        self.recompute_stale = recompute_stale
-        self.shown: Progress = shown
+        self.execution = execution
+        self.shown = shown
         self.points_left = 0  # bisection steps still expected after this point (the ETA's)
         self.points: dict[float, Point] = {}
 
@@ -247,10 +246,10 @@ class Evaluator:
         tasks = [
             Task(k, c, ())
             for k, c in zip(keys, configs)
-            if not self.store.is_done(k, this_code_only=self.recompute_stale)
+            if not self.store.is_done(k, this_code_only=self.execution.recompute_stale)
         ]
         self.shown.plan(len(configs), len(configs) - len(tasks), more)
-        for key, result in execute(tasks, self.backend, self.jobs, self.address):
+        for key, result in self.execution.run(tasks):
             config = configs[keys.index(key)]
             self.shown.update(isinstance(result, RunError))
             if isinstance(result, RunError):  # a point with a failed run cannot be judged
@@ -289,27 +288,18 @@ def search_capacity(
     low: float | None = None,
     high: float | None = None,
     tolerance: float = 0.02,
-    jobs: int | None = None,
-    backend: str = "local",
-    address: str | None = None,
-    recompute_stale: bool = False,
-    progress: bool = False,
+    execution: Execution = Execution(),
 ) -> Capacity:
     """Bracket, then bisect the arrival rate until (high − low) / low <= ``tolerance``;
-    every point's runs come from the store unless missing (or, with ``recompute_stale``,
-    made by other code). ``progress`` shows the runs on stderr (``sim.progress``;
+    every point's runs come from the store unless missing (or, with ``execution.recompute_stale``,
+    made by other code). ``execution.progress`` shows the runs on stderr (``sim.progress``;
     once bracketed, the ETA counts the bisection steps left)."""
     slos = expand_scopes(slos, config)
     check_search(config, slos, seeds, low, high, tolerance)
     check_cell(config)
-    out_dir = prepare_results_folder(out_dir)
-    store = RunStore(out_dir / "runs")
-    store.clean()
-    shown = Progress(f"capacity {config.name}", 0, show=progress)
-    evaluate = Evaluator(
-        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address,
-        recompute_stale, shown,
-    )
+    out_dir, store = open_results(out_dir)
+    shown = Progress(f"capacity {config.name}", 0, show=execution.progress)
+    evaluate = Evaluator(config, slos, [config.seed + i for i in range(seeds)], store, execution, shown)
     try:
         lo, hi = _drive(rate_search(low, high, config.workload.arrival.rate, tolerance), evaluate)
     finally:

@@ -66,7 +66,7 @@ from sim.config import ConfigError
 from sim.config.loader import read_yaml
 from sim.files import atomic_write
 from sim.progress import Progress
-from sim.sweep.backends import RunError, Task, execute
+from sim.sweep.backends import RunError, Task
 from sim.sweep.capacity import (
     Point,
     RateSearch,
@@ -78,12 +78,12 @@ from sim.sweep.capacity import (
     parse_slo,
     rate_search,
 )
-from sim.sweep.folder import prepare_results_folder
+from sim.sweep.execution import Execution, open_results
 from sim.sweep.grid import Cell, Grid, Run, expand, run_key
 from sim.sweep.index import write_table
 from sim.sweep.runner import check_grid
 from sim.sweep.sharing import simulation_key
-from sim.sweep.stats import LEVEL, SEED_LOOKS, ratio_interval, sequential_ratio, t_interval, unsettled
+from sim.sweep.stats import LEVEL, SEED_LOOKS, mean_and_t_interval, ratio_interval, sequential_ratio, unsettled
 from sim.sweep.store import RunStore
 
 SECTION = "capacity"
@@ -342,23 +342,17 @@ class GridCapacityOutcome:
 def run_capacity_grid(
     spec: CapacityGrid,
     out_dir: Path,
-    jobs: int | None = None,
-    backend: str = "local",
-    address: str | None = None,
-    recompute_stale: bool = False,
-    progress: bool = False,
+    execution: Execution = Execution(),
 ) -> tuple[GridCapacityOutcome, pd.DataFrame]:
     """Every search of ``spec`` to its answer, in rounds (after the floor checks, look by
     look with ``sequential``); writes the tables and returns the outcome and the index (one
     row per cell)."""
     started = time.perf_counter()
     grid = spec.grid
-    out_dir = prepare_results_folder(out_dir)
-    store = RunStore(out_dir / "runs")
-    store.clean()
-    executor = _Executor(store, jobs, backend, address, recompute_stale)
+    out_dir, store = open_results(out_dir)
+    executor = _Executor(store, execution)
     outcome = GridCapacityOutcome(grid.name, out_dir, 0, len(grid.cells) * len(spec.bounds()))
-    shown = Progress(f"capacity {grid.name}", 0, show=progress)
+    shown = Progress(f"capacity {grid.name}", 0, show=execution.progress)
     searches: list[_Search] = []
     floors: list[dict[str, Any]] = []
     try:
@@ -529,10 +523,7 @@ class _Executor:
     """Runs what the store lacks (runs that are one simulation run once) and stores them."""
 
     store: RunStore
-    jobs: int | None
-    backend: str
-    address: str | None
-    recompute_stale: bool
+    execution: Execution
     seen: set[str] = field(default_factory=set)
 
     def run(self, wanted: Mapping[str, Any], outcome: GridCapacityOutcome, shown: Progress, steps_left: int) -> None:
@@ -540,7 +531,7 @@ class _Executor:
         todo = {
             key: config
             for key, config in wanted.items()
-            if not store.is_done(key, this_code_only=self.recompute_stale) and not store.is_failed(key)
+            if not store.is_done(key, this_code_only=self.execution.recompute_stale) and not store.is_failed(key)
         }
         groups: dict[str, list[str]] = {}
         for key, config in todo.items():
@@ -556,7 +547,7 @@ class _Executor:
         outcome.reused += reused
         outcome.simulations += len(tasks)
         shown.plan(len(new), reused, steps_left)
-        for key, result in execute(tasks, self.backend, self.jobs, self.address):
+        for key, result in self.execution.run(tasks):
             failed = isinstance(result, RunError)
             if failed:
                 store.write_failure(key, todo[key], result)
@@ -623,15 +614,6 @@ def _searches_table(spec: CapacityGrid, searches: Sequence[_Search]) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """The mean and its Student-t interval (``sim.sweep.stats.t_interval``; NaN bounds with
-    fewer than two values)."""
-    values = np.asarray(values, dtype=float)
-    mean = float(values.mean()) if values.size else math.nan
-    low, high = t_interval(values.reshape(1, -1), level)
-    return mean, float(low[0]), float(high[0])
-
-
 def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: how its seeds' searches answered, the mean capacity per GPU with
     its interval over the seeds above the floor (``floored`` counts the others), the bracket
@@ -651,7 +633,7 @@ def _index_table(spec: CapacityGrid, runs: pd.DataFrame) -> pd.DataFrame:
         row["floored"] = len(mine) - len(above_floor)
         rated = len(above_floor) > 0 and above_floor["answer"].isin(["bracketed", "unbounded"]).all()
         for column in ("rate", "rate_per_gpu"):
-            mean, low, high = mean_interval(above_floor[column]) if rated else (math.nan,) * 3
+            mean, low, high = mean_and_t_interval(above_floor[column]) if rated else (math.nan,) * 3
             row.update({column: mean, f"{column}.ci_low": low, f"{column}.ci_high": high})
         row["bracket_low"] = float(mine["bracket_low"].min())
         row["bracket_high"] = float(mine["bracket_high"].max())

@@ -104,7 +104,7 @@ def check_cell(config: SimulationConfig) -> None:
         except UnknownHardwareError as exc:
             raise ConfigError(f"{pool_key(config, index)}: {exc}") from None
     if config.cost.sku_prices:
-        from sim.metrics.cost import gpu_hour_prices
+        from sim.hardware.prices import gpu_hour_prices
 
         gpu_hour_prices(config)
     if config.workload.source != "synthetic":

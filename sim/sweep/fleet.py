@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
-from sim.metrics.cost import gpu_hour_prices, gpus_per_instance
+from sim.hardware.prices import gpu_hour_prices
+from sim.metrics.cost import gpus_per_instance
 from sim.progress import Progress
 from sim.sweep.capacity import Evaluator, Point, Slo, check_seeds, check_slos, expand_scopes
 from sim.sweep.cell import check_cell
-from sim.sweep.folder import prepare_results_folder
+from sim.sweep.execution import Execution, open_results
 from sim.sweep.grid import normalize
-from sim.sweep.store import RunStore
 from sim.files import atomic_write, strict_json
 
 Counts = tuple[int, ...]
@@ -199,13 +199,9 @@ def search_fleet(
     most: dict[str, int],
     out_dir: Path,
     seeds: int = 1,
-    jobs: int | None = None,
-    backend: str = "local",
-    address: str | None = None,
-    progress: bool = False,
+    execution: Execution = Execution(),
     report: str = "fleet.json",
     monotone: bool = False,
-    recompute_stale: bool = False,
 ) -> FleetResult:
     """The cheapest fleet of the config's pools meeting ``slos`` at the config's rate; every
     fleet evaluated is written to ``report`` in ``out_dir``, beside the runs (``runs/``: a
@@ -219,13 +215,9 @@ def search_fleet(
     check_slos(config, slos)
     check_seeds(config, seeds)
     check_cell(config)
-    out_dir = prepare_results_folder(out_dir)
-    store = RunStore(out_dir / "runs")
-    store.clean()
-    shown = Progress(f"fleet {config.name}", 0, show=progress)
-    evaluate = FleetEvaluator(
-        config, slos, [config.seed + i for i in range(seeds)], store, jobs, backend, address, recompute_stale, shown
-    )
+    out_dir, store = open_results(out_dir)
+    shown = Progress(f"fleet {config.name}", 0, show=execution.progress)
+    evaluate = FleetEvaluator(config, slos, [config.seed + i for i in range(seeds)], store, execution, shown)
     try:
         best = cheapest_fleet(pools, evaluate, monotone)
     finally:

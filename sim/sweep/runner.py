@@ -21,9 +21,9 @@ from sim import native
 from sim.config import ConfigError
 from sim.files import OutputError, atomic_write, remove_leftovers
 from sim.progress import Progress
-from sim.sweep.backends import RunError, Task, execute
+from sim.sweep.backends import RunError, Task
 from sim.sweep.cell import check_cell
-from sim.sweep.folder import prepare_results_folder
+from sim.sweep.execution import Execution, open_results
 from sim.sweep.grid import Grid, Run
 from sim.sweep.index import FAILED, build_index, ok_rows, write_table
 from sim.sweep.sharing import simulation_key
@@ -135,31 +135,25 @@ def write_indexes(grid: Grid, store: RunStore, out_dir: Path, interrupted: bool)
 def run_sweep(
     grid: Grid,
     out_dir: Path,
-    jobs: int | None = None,
-    backend: str = "local",
-    address: str | None = None,
-    progress: bool = False,
-    recompute_stale: bool = False,
+    execution: Execution = Execution(),
     retry_failed: bool = False,
 ) -> SweepOutcome:
-    """Run every run of ``grid`` not yet in ``out_dir``'s store (with ``recompute_stale``,
+    """Run every run of ``grid`` not yet in ``out_dir``'s store (with ``execution.recompute_stale``,
     also those stored by other code; with ``retry_failed``, those stored as failed), then
     write the indexes. Reused runs made by other code are counted in the outcome, so the
     line printed says so.
 
     Ctrl-C stops the workers, keeps every run already stored, writes the indexes of those
-    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. ``progress``
+    (``sweep.json`` says ``complete: false``) and re-raises KeyboardInterrupt. ``execution.progress``
     shows the runs as they finish on stderr (a bar on a terminal, else a line every 30 s or
     5%: ``sim.progress``). A write that
     fails (a full disk) raises OutputError the same way: every run stored before is whole.
     """
     started = time.perf_counter()
     check_grid(grid)
-    out_dir = prepare_results_folder(out_dir)
-    store = RunStore(out_dir / "runs")
-    store.clean()
+    out_dir, store = open_results(out_dir)
     remove_leftovers(out_dir)  # a half-written index of a killed sweep
-    tasks = pending(grid, store, recompute_stale, retry_failed)
+    tasks = pending(grid, store, execution.recompute_stale, retry_failed)
     keys = {run.key for run in grid.runs}
     outcome = SweepOutcome(grid.name, out_dir, len(grid.runs), len(keys))
     outcome.simulations = len(tasks)
@@ -167,11 +161,11 @@ def run_sweep(
     outcome.reused = len(reused)
     outcome.reused_from_other_code = sum(store.made_by_other_code(key) for key in reused)
     by_key: dict[str, Run] = {run.key: run for run in grid.runs}
-    shown = Progress(grid.name, len(keys), len(keys) - sum(len(task.keys) for task in tasks), progress)
+    shown = Progress(grid.name, len(keys), len(keys) - sum(len(task.keys) for task in tasks), execution.progress)
     stopped: BaseException | None = None
     running = time.perf_counter()
     try:
-        for key, result in execute(tasks, backend, jobs, address):
+        for key, result in execution.run(tasks):
             failed = isinstance(result, RunError)
             if failed:
                 store.write_failure(key, by_key[key].config, result)

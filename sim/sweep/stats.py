@@ -23,6 +23,7 @@ latency ratio is closer to log-normal than to normal.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Sequence
 
@@ -106,7 +107,7 @@ def bootstrap_ci(
     random_state: int = RANDOM_STATE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the mean of each row of ``samples`` (rows x n, finite).
-    Too narrow below ``BOOTSTRAP_MIN_POINTS`` values (``mean_interval`` does not use it there).
+    Too narrow below ``BOOTSTRAP_MIN_POINTS`` values (``row_mean_intervals`` does not use it there).
 
     Rows with fewer than two values, or all equal, get the degenerate answer directly
     (NaN, or the value itself), which the bootstrap cannot compute.
@@ -132,7 +133,7 @@ def bootstrap_ci(
     return low, high
 
 
-def mean_interval(
+def row_mean_intervals(
     samples: np.ndarray, method: str = "t", level: float = LEVEL
 ) -> tuple[np.ndarray, np.ndarray]:
     """The interval of each row's mean by ``method``: ``t`` (Student-t), or ``bootstrap``
@@ -144,6 +145,15 @@ def mean_interval(
     if method == "bootstrap" and samples.shape[1] >= BOOTSTRAP_MIN_POINTS:
         return bootstrap_ci(samples, level)
     return t_interval(samples, level)
+
+
+def mean_and_t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """One sample's mean and its Student-t interval (NaN bounds with fewer than two values),
+    as plain numbers for tables built row by row (``row_mean_intervals`` takes many rows)."""
+    values = np.asarray(values, dtype=float)
+    mean = float(values.mean()) if values.size else math.nan
+    low, high = t_interval(values.reshape(1, -1), level)
+    return mean, float(low[0]), float(high[0])
 
 
 def _summarise(
@@ -168,7 +178,7 @@ def _summarise(
         for size in {values.size for values in finite}:
             rows = [i for i, values in enumerate(finite) if values.size == size]
             if size >= 2:
-                low[rows], high[rows] = mean_interval(np.stack([finite[i] for i in rows]), method)
+                low[rows], high[rows] = row_mean_intervals(np.stack([finite[i] for i in rows]), method)
         if log:
             mean, low, high = np.exp(mean), np.exp(low), np.exp(high)
         out[metric], out[f"{metric}.ci_low"], out[f"{metric}.ci_high"] = mean, low, high
@@ -190,7 +200,7 @@ def ratio_interval(
     """Geometric mean of each row of positive ``ratios`` (rows x n) and its interval: the
     interval of the mean log-ratio, mapped back with exp."""
     logs = np.log(np.atleast_2d(np.asarray(ratios, dtype=float)))
-    low, high = mean_interval(logs, method, level)
+    low, high = row_mean_intervals(logs, method, level)
     return np.exp(logs.mean(axis=1)), np.exp(low), np.exp(high)
 
 
@@ -224,7 +234,7 @@ def paired(
 ) -> pd.DataFrame:
     """Each variant of ``group`` against ``baseline`` on the same cell and seed (same
     requests), then averaged over seeds with a Student-t interval (``method``: see
-    ``mean_interval``).
+    ``row_mean_intervals``).
 
     ``how="ratio"``: value / baseline, averaged as log-ratios (the geometric mean; below 1 =
     lower than the baseline; a latency speed-up is exactly its inverse); ``how="difference"``:

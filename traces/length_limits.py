@@ -1,6 +1,6 @@
 """How many requests each length limit of the Llumnix artifact removes from each preset's workload.
 
-    python experiments/length_limits.py [--seed N]
+    python traces/length_limits.py [--seed N]
 
 The artifact's benchmark client and engine (branch ``osdi24ae``) limit request lengths in four
 ways; llumsim applies each the same way (``traces/PROVENANCE.md``, "Request lengths as the
