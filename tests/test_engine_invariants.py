@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sim.engine import Simulation
+from sim.engine.faults import FAULT_LOG
 from sim.instance.request import RequestState
 from sim.metrics import request_table
 from sim.workload.sessions import OPEN, Sharing
@@ -258,7 +259,7 @@ def check_conserved(s) -> None:
         ("migration committed", committed > 0),
         ("migration to a draining instance aborted",
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
-        ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
+        ("instance failed", any(e.event == "instance_failed" for e in FAULT_LOG.of(result) or ())),
         ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
         ("idle stretches checked against the view", result.idle_stretches > 0),
         ("SLO-driven migration committed", s["slo_migration"] and committed > 0),

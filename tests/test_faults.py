@@ -10,7 +10,7 @@ import simpy
 
 from sim.config import FaultConfig
 from sim.engine import Simulation
-from sim.engine.faults import FaultInjector
+from sim.engine.faults import FAULT_LOG, FaultInjector
 from sim.instance.request import RequestState
 from sim.metrics import cluster_table, request_table, summarize
 from sim.metrics.faults import fault_summary
@@ -65,7 +65,7 @@ def test_scheduler_outage_falls_back_to_round_robin_then_recovers():
     started = [m.start for m in result.migrations]
     assert not [t for t in started if 20.0 < t < 40.0]  # migration stops
     assert [t for t in started if t < 20.0] and [t for t in started if t >= 40.0]  # and resumes
-    assert [event.event for event in result.fault_log] == ["scheduler_down", "scheduler_up"]
+    assert [event.event for event in FAULT_LOG.of(result)] == ["scheduler_down", "scheduler_up"]
 
 
 def test_instance_failure_aborts_its_requests_and_everything_else_finishes():
@@ -202,7 +202,7 @@ def test_nested_and_overlapping_outages_keep_the_scheduler_away_until_the_last_e
     started = [m.start for m in result.migrations]
     assert not [t for t in started if 20.0 < t < 60.0]  # no pairing while any window is open
     assert [t for t in started if t >= 60.0]
-    assert [(e.time, e.event) for e in result.fault_log] == [
+    assert [(e.time, e.event) for e in FAULT_LOG.of(result)] == [
         (20.0, "scheduler_down"), (30.0, "scheduler_down"), (35.0, "scheduler_down"), (60.0, "scheduler_up")
     ]
 
@@ -219,7 +219,7 @@ def test_the_first_of_two_overlapping_outages_to_end_does_not_bring_the_schedule
     result = simulation.run()
     assert_conserved(simulation, result)
     assert not [m for m in result.migrations if 20.0 < m.start < 60.0]
-    assert [e.time for e in result.fault_log if e.event == "scheduler_up"] == [60.0]
+    assert [e.time for e in FAULT_LOG.of(result) if e.event == "scheduler_up"] == [60.0]
 
 
 # ---------------------------------------------------------------- recovery

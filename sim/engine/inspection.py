@@ -18,6 +18,7 @@ from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
+from sim.engine.sections import collect_sections
 from sim.engine.setup import InstancePool
 from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request
@@ -119,7 +120,6 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         migrations=run.migrations.records,
         batch_log=run.steps.batch_log,
         scaling_log=run.scaler.log if run.scaler is not None else [],
-        fault_log=run.faults.log,
         leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in run.instances.values()),
         idle_stretches=watch.stretches if watch is not None else 0,
         stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,
@@ -137,4 +137,5 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
             if isinstance(runtime.llumlet.ledger, PrefixCachingLedger)
         },
         sharing=run.workload.sharing,
+        sections=collect_sections(run),
     )

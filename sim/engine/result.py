@@ -1,5 +1,6 @@
-"""What a run produced: requests, load samples, logs. ``sim.metrics`` turns it into tables,
-summaries and plots; every log row is a named tuple, never a positional one."""
+"""What a run produced: requests, load samples, logs, and each feature's own section
+(``sim.engine.sections``). ``sim.metrics`` turns it into tables, summaries and plots; every
+log row is a named tuple, never a positional one."""
 
 from __future__ import annotations
 
@@ -38,12 +39,6 @@ class ScalingEvent(NamedTuple):
     instance: int  # -1 for a scale-out decision (the instance has no id yet)
 
 
-class FaultEvent(NamedTuple):
-    time: float
-    event: str
-    detail: str | int
-
-
 @dataclass
 class SimulationResult:
     config: SimulationConfig
@@ -60,7 +55,6 @@ class SimulationResult:
     migrations: list[MigrationRecord] = field(default_factory=list)
     batch_log: list[BatchRecord] = field(default_factory=list)
     scaling_log: list[ScalingEvent] = field(default_factory=list)
-    fault_log: list[FaultEvent] = field(default_factory=list)
     not_arrived: int = 0  # requests of the workload that had not arrived when the run stopped
     leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)
     # INV-4 idle-view (sim.engine.idle_watch): idle stretches checked, and the instance-seconds
@@ -82,3 +76,6 @@ class SimulationResult:
     # workload's conversations and system prompts (None: requests share nothing)
     prefix_cache: dict[int, dict] = field(default_factory=dict)
     sharing: Optional[Sharing] = None
+    # each feature's raw result by section name, only for the features the run has
+    # (sim.engine.sections: read through the feature's ResultSection)
+    sections: dict[str, object] = field(default_factory=dict)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import sim.metrics.features  # noqa: F401  (every feature's section registered)
 from sim import native
 from sim.config import config_hash, to_dict
 from sim.engine.result import SimulationResult
@@ -17,9 +18,9 @@ from sim.instance.migration import BALANCE
 from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
 from sim.metrics.distribution import describe
-from sim.metrics.faults import fault_summary
 from sim.metrics.pd import pd_summary
 from sim.metrics.prefix import prefix_cache_summary, sessions_summary
+from sim.metrics.sections import Tables, with_sections
 from sim.metrics.tables import instance_table, migration_table
 
 LATENCY_METRICS = (
@@ -155,7 +156,7 @@ def summarize(
     tiers = sorted(int(t) for t in requests["tier"].unique()) if len(requests) else []
     config = result.config
     cost = cost_summary(config, pool_seconds, makespan, finished["e2e_latency"])
-    return {
+    core = {
         "name": result.config.name,
         "config_hash": config_hash(result.config),
         "scheduler": result.config.scheduler.name,
@@ -191,9 +192,6 @@ def summarize(
         if config.slo is not None
         else None,
         "scaling": scaling_summary(result),
-        "faults": fault_summary(requests, result.config.faults, result.end_time, result.leaked_blocks)
-        if result.config.faults
-        else None,
         # the part of decoding spent waiting behind prefill iterations (every prefill step
         # stalls its instance's running requests: vLLM 0.1.2 batches no prefill with decodes)
         "decode_stall": {
@@ -228,3 +226,4 @@ def summarize(
         },
         "config": to_dict(result.config),
     }
+    return with_sections(core, result, Tables(result, requests, cluster, migrations, instances))
