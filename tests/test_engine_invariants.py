@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from sim.engine import Simulation
 from sim.engine.faults import FAULT_LOG
+from sim.engine.scaling import SCALING_LOG
 from sim.instance.request import RequestState
 from sim.metrics import request_table
 from sim.workload.sessions import OPEN, Sharing
@@ -252,10 +253,11 @@ def check_conserved(s) -> None:
         assert (record.outcome == "aborted") == bool(record.abort_reason)
     committed = sum(r.outcome == "committed" for r in result.migrations)
     assert committed == sum(r.migrations for r in result.requests)
+    scaling_log = SCALING_LOG.of(result) or []
     outages = sorted((f["start"], f["end"]) for f in s["faults"] if f["kind"] == "scheduler_down")
     for what, happened in (
-        ("scale-in", any(e.action == "scale_in" for e in result.scaling_log)),
-        ("instance removed", any(e.action == "removed" for e in result.scaling_log)),
+        ("scale-in", any(e.action == "scale_in" for e in scaling_log)),
+        ("instance removed", any(e.action == "removed" for e in scaling_log)),
         ("migration committed", committed > 0),
         ("migration to a draining instance aborted",
          any(m.abort_reason == "destination_draining" for m in result.migrations)),
@@ -283,7 +285,7 @@ def check_conserved(s) -> None:
         if happened:
             event(what)
     # an instance is never removed while it is a migration's source or destination
-    for scaling in result.scaling_log:
+    for scaling in scaling_log:
         if scaling.action == "removed":
             touching = [
                 m for m in result.migrations

@@ -119,7 +119,6 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         batches=run.steps.batches,
         migrations=run.migrations.records,
         batch_log=run.steps.batch_log,
-        scaling_log=run.scaler.log if run.scaler is not None else [],
         leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in run.instances.values()),
         idle_stretches=watch.stretches if watch is not None else 0,
         stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,

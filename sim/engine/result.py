@@ -33,12 +33,6 @@ class BatchRecord(NamedTuple):
     size: int
 
 
-class ScalingEvent(NamedTuple):
-    time: float
-    action: str  # scale_out (decided), ready, scale_in (drain starts), removed
-    instance: int  # -1 for a scale-out decision (the instance has no id yet)
-
-
 @dataclass
 class SimulationResult:
     config: SimulationConfig
@@ -54,7 +48,6 @@ class SimulationResult:
     batches: int = 0
     migrations: list[MigrationRecord] = field(default_factory=list)
     batch_log: list[BatchRecord] = field(default_factory=list)
-    scaling_log: list[ScalingEvent] = field(default_factory=list)
     not_arrived: int = 0  # requests of the workload that had not arrived when the run stopped
     leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)
     # INV-4 idle-view (sim.engine.idle_watch): idle stretches checked, and the instance-seconds

@@ -161,15 +161,6 @@ def format_summary(summary: dict[str, Any]) -> str:
         )
     lines += _pd_lines(summary.get("pd"))  # runs stored before it was recorded have none
     lines += _prefix_lines(summary.get("prefix_cache"), summary.get("sessions"))
-    scaling = summary["scaling"]
-    if scaling["enabled"]:
-        actions = scaling["actions"]
-        lines.append(
-            f"auto-scaling: {actions.get('scale_out', 0)} scale-outs, {actions.get('scale_in', 0)} "
-            f"scale-ins; instances between {scaling['min_instances']} and {scaling['max_instances']}, "
-            f"average {summary['cost']['average_instances']:.2f}; "
-            f"P99 prefill {fmt(summary['latency']['prefill_latency']['p99'])}"
-        )
     lines += report_lines(summary)
     if summary["interrupted"]:
         lines.append(

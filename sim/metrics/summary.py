@@ -104,20 +104,6 @@ def migration_summary(result: SimulationResult, migrations: pd.DataFrame) -> dic
     }
 
 
-def scaling_summary(result: SimulationResult) -> dict[str, Any]:
-    """How often the auto-scaler acted, and the instance count it moved between."""
-    actions: dict[str, int] = {}
-    for event in result.scaling_log:
-        actions[event.action] = actions.get(event.action, 0) + 1
-    counts = [len(sample.reports) + sample.starting for sample in result.load_samples]
-    return {
-        "enabled": result.config.autoscale.enabled,
-        "actions": actions,
-        "min_instances": min(counts) if counts else 0,
-        "max_instances": max(counts) if counts else 0,
-    }
-
-
 def mean_kv_occupancy(cluster: pd.DataFrame, capacity_blocks: int) -> float:
     """The mean, over samples, of the share of the reporting instances' KV blocks in use
     (allocated or reserved for an inbound migration)."""
@@ -191,7 +177,6 @@ def summarize(
         "slo": attainment_summary(requests, config.slo, config.workload.priority.tiers, makespan, cost["gpu_hours"])
         if config.slo is not None
         else None,
-        "scaling": scaling_summary(result),
         # the part of decoding spent waiting behind prefill iterations (every prefill step
         # stalls its instance's running requests: vLLM 0.1.2 batches no prefill with decodes)
         "decode_stall": {
