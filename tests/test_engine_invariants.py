@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from sim.engine import Simulation
 from sim.engine.faults import FAULT_LOG
+from sim.engine.prefix_result import PREFIX_CACHE
 from sim.engine.scaling import SCALING_LOG
 from sim.instance.request import RequestState
 from sim.metrics import request_table
@@ -276,7 +277,7 @@ def check_conserved(s) -> None:
             m.kind == "balance" and m.outcome == "committed" for m in result.migrations)),
         ("prefix cache hit", any(r.cached_tokens for r in result.requests)),
         ("a transfer found blocks cached at its destination",
-         any(c["transfer_hits"] for c in result.prefix_cache.values())),
+         any(c["transfer_hits"] for c in (PREFIX_CACHE.of(result) or {}).values())),
         ("a conversation's later turn arrived", any(f != OPEN for f in workload_follows(simulation))),
         ("migration between pools committed", s["second_pool"] is not None and any(
             m.outcome == "committed" and simulation.pool_of(m.source) != simulation.pool_of(m.destination)

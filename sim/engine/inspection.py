@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional, Protocol
 import simpy
 
 from sim.config import SimulationConfig
+from sim.engine import prefix_result  # noqa: F401  (registers its result sections)
 from sim.engine.faults import FaultInjector
 from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.migrations import MigrationLauncher
@@ -20,7 +21,6 @@ from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
 from sim.engine.sections import collect_sections
 from sim.engine.setup import InstancePool
-from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request
 
 if TYPE_CHECKING:
@@ -130,11 +130,5 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         },
         role_swaps={} if run.handoffs is None else dict(run.handoffs.swaps),
         link_busy_seconds={} if run.handoffs is None else {i: link.busy_seconds for i, link in run.handoffs.links.items()},
-        prefix_cache={
-            i: runtime.llumlet.ledger.counters()
-            for i, runtime in run.instances.items()
-            if isinstance(runtime.llumlet.ledger, PrefixCachingLedger)
-        },
-        sharing=run.workload.sharing,
         sections=collect_sections(run),
     )

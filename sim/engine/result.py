@@ -13,7 +13,6 @@ from sim.config import SimulationConfig
 from sim.instance.load import LoadReport
 from sim.instance.migration import MigrationRecord
 from sim.instance.request import Request
-from sim.workload.sessions import Sharing
 
 
 class LoadSample(NamedTuple):
@@ -65,10 +64,6 @@ class SimulationResult:
     pool_block_bytes: dict[str, int] = field(default_factory=dict)
     link_busy_seconds: dict[int, float] = field(default_factory=dict)  # each instance's hand-off link
     role_swaps: dict[str, int] = field(default_factory=dict)
-    # prefix caching: each caching instance's counters (sim.instance.prefix_cache), and the
-    # workload's conversations and system prompts (None: requests share nothing)
-    prefix_cache: dict[int, dict] = field(default_factory=dict)
-    sharing: Optional[Sharing] = None
     # each feature's raw result by section name, only for the features the run has
     # (sim.engine.sections: read through the feature's ResultSection)
     sections: dict[str, object] = field(default_factory=dict)

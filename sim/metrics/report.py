@@ -160,7 +160,6 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
         )
     lines += _pd_lines(summary.get("pd"))  # runs stored before it was recorded have none
-    lines += _prefix_lines(summary.get("prefix_cache"), summary.get("sessions"))
     lines += report_lines(summary)
     if summary["interrupted"]:
         lines.append(
@@ -198,32 +197,5 @@ def _pd_lines(pd_section: dict | None) -> list[str]:
             f"(every prefill instance busy), {swaps['decoded_on_prefill']} decoded on their prefill instance, "
             f"{swaps.get('aggregated_on_prefill', 0)} moves packing decodes onto fewer prefill instances, "
             f"{swaps.get('eased_to_prefill', 0)} from busy decode instances to idle prefill instances"
-        )
-    return lines
-
-
-def _prefix_lines(cache: dict | None, sessions: dict | None) -> list[str]:
-    """Prefix caching's hits and conversations' first tokens by turn."""
-    lines = []
-    if cache:
-        tokens, blocks, transfer = cache["tokens"], cache["blocks"], cache["transfer"]
-        tiers = cache["by_tier"]
-        per_tier = (
-            "; by tier " + ", ".join(f"{tier} {row['token_hit_rate'] * 100:.1f}%" for tier, row in tiers.items())
-            if len(tiers) > 1
-            else ""
-        )
-        lines.append(
-            f"prefix cache: {tokens['hit_rate'] * 100:.1f}% of prompt tokens hit ({tokens['hit']:,} of "
-            f"{tokens['looked_up']:,}: prefill tokens saved), {blocks['hit_rate'] * 100:.1f}% of full blocks; "
-            f"{cache['evictions']:,} evictions; transfers found {transfer['not_copied']:,} of "
-            f"{transfer['blocks']:,} blocks cached" + per_tier
-        )
-    if sessions:
-        turns = ", ".join(
-            f"{turn}: {fmt(row['mean'])} (p99 {fmt(row['p99'])})" for turn, row in sessions["ttft_by_turn"].items()
-        )
-        lines.append(
-            f"conversations: {sessions['conversations']} ({sessions['turns']} turns); TTFT by turn {turns}"
         )
     return lines

@@ -19,7 +19,6 @@ from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
 from sim.metrics.distribution import describe
 from sim.metrics.pd import pd_summary
-from sim.metrics.prefix import prefix_cache_summary, sessions_summary
 from sim.metrics.sections import Tables, with_sections
 from sim.metrics.tables import instance_table, migration_table
 
@@ -163,8 +162,6 @@ def summarize(
         },
         "migration": migration_summary(result, migrations[balance]),
         "pd": pd_section,
-        "prefix_cache": prefix_cache_summary(result),
-        "sessions": sessions_summary(result, requests),
         "latency": latency_summary(requests),
         "latency_by_tier": {
             str(tier): latency_summary(requests[requests["tier"] == tier]) for tier in tiers

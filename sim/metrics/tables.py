@@ -9,6 +9,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pandas as pd
 
+from sim.engine.prefix_result import PREFIX_CACHE, SHARING
 from sim.engine.result import LoadSample, SimulationResult
 from sim.instance.load import freeness_full, freeness_normal
 from sim.instance.migration import MigrationRecord
@@ -175,10 +176,11 @@ def request_table(result: SimulationResult) -> pd.DataFrame:
     ids = frame["id"].to_numpy(dtype=int)
     if result.urgency is not None:  # an SLO contract: where each request's targets lie on its span
         frame["urgency"] = result.urgency[ids] if len(frame) else []
-    if result.sharing is not None:  # conversations and system prompts
-        frame["conversation"] = result.sharing.conversation[ids]
-        frame["turn"] = result.sharing.turn[ids]
-    if result.prefix_cache:  # prompt tokens its prefills found cached
+    sharing = SHARING.of(result)
+    if sharing is not None:  # conversations and system prompts
+        frame["conversation"] = sharing.conversation[ids]
+        frame["turn"] = sharing.turn[ids]
+    if PREFIX_CACHE.of(result) is not None:  # prompt tokens its prefills found cached
         frame["cached_tokens"] = [r.cached_tokens for r in ordered]
     return frame
 
