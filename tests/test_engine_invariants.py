@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from sim.engine import Simulation
 from sim.engine.faults import FAULT_LOG
+from sim.engine.pd_result import PD
 from sim.engine.prefix_result import PREFIX_CACHE
 from sim.engine.scaling import SCALING_LOG
 from sim.instance.request import RequestState
@@ -254,7 +255,7 @@ def check_conserved(s) -> None:
         assert (record.outcome == "aborted") == bool(record.abort_reason)
     committed = sum(r.outcome == "committed" for r in result.migrations)
     assert committed == sum(r.migrations for r in result.requests)
-    scaling_log = SCALING_LOG.of(result) or []
+    scaling_log, disaggregated = SCALING_LOG.of(result) or [], PD.of(result)
     outages = sorted((f["start"], f["end"]) for f in s["faults"] if f["kind"] == "scheduler_down")
     for what, happened in (
         ("scale-in", any(e.action == "scale_in" for e in scaling_log)),
@@ -272,7 +273,7 @@ def check_conserved(s) -> None:
         ("hand-off committed", any(m.kind == "handoff" and m.outcome == "committed" for m in result.migrations)),
         ("hand-off refused by a full decode instance",
          any(m.kind == "handoff" and m.abort_reason == "destination_out_of_memory" for m in result.migrations)),
-        ("adaptive PD served a request in the other role", any(result.role_swaps.values())),
+        ("adaptive PD served a request in the other role", disaggregated is not None and any(disaggregated.role_swaps.values())),
         ("balance migration among decode instances committed", s["pd"] is not None and any(
             m.kind == "balance" and m.outcome == "committed" for m in result.migrations)),
         ("prefix cache hit", any(r.cached_tokens for r in result.requests)),

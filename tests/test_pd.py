@@ -8,6 +8,7 @@ import pytest
 
 from sim.config import ConfigError
 from sim.engine import Simulation
+from sim.engine.pd_result import PD
 from sim.metrics import request_table
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, migration_table
@@ -150,7 +151,7 @@ def test_adaptive_pd_serves_on_a_decode_instance_when_every_prefill_instance_is_
     table = request_table(result).set_index("id")
     assert table["instances"].tolist() == ["0>1", "1"]
     assert table.loc[1, "first_token"] == pytest.approx(0.105 + PREFILL)
-    assert (result.role_swaps["prefilled_on_decode"], result.role_swaps["decoded_on_prefill"]) == (1, 0)
+    assert (PD.of(result).role_swaps["prefilled_on_decode"], PD.of(result).role_swaps["decoded_on_prefill"]) == (1, 0)
     # without adaptive PD the same request waits for the prefill instance
     config = pd_config()
     config.pools[0].kv_capacity_blocks = 8
@@ -166,7 +167,7 @@ def test_adaptive_pd_decodes_on_the_prefill_instance_while_every_decode_instance
     config.pools[1].kv_capacity_blocks = 17
     _, result = run(config, [0.0, 0.3], [128, 32], [30, 60], capacity_blocks=100)
     table = request_table(result).set_index("id")
-    assert result.role_swaps["decoded_on_prefill"] >= 1
+    assert PD.of(result).role_swaps["decoded_on_prefill"] >= 1
     assert table.loc[1, "instances"] == "0>1"
     handoff = [r for r in result.migrations if r.request_id == 1 and r.outcome.value == "committed"]
     assert handoff[0].start >= table.loc[0, "finish"]
@@ -186,8 +187,8 @@ def test_adaptive_pd_packs_decoding_prefill_instances_and_eases_a_busy_decode_in
     # instance to a prefill instance running nothing
     assert packed and all(r.source < r.destination for r in packed)
     assert eased and all(r.destination in (0, 1) for r in eased)
-    assert result.role_swaps["aggregated_on_prefill"] == len(packed)
-    assert result.role_swaps["eased_to_prefill"] == len(eased)
+    assert PD.of(result).role_swaps["aggregated_on_prefill"] == len(packed)
+    assert PD.of(result).role_swaps["eased_to_prefill"] == len(eased)
 
 
 @pytest.mark.parametrize(

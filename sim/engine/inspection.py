@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional, Protocol
 import simpy
 
 from sim.config import SimulationConfig
-from sim.engine import prefix_result  # noqa: F401  (registers its result sections)
+from sim.engine import pd_result, prefix_result  # noqa: F401  (they register their result sections)
 from sim.engine.faults import FaultInjector
 from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.migrations import MigrationLauncher
@@ -124,11 +124,5 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,
         instance_busy_seconds={i: runtime.busy_seconds for i, runtime in run.instances.items()},
         decode_stall_seconds=sum(runtime.llumlet.batches.decode_stall for runtime in run.instances.values()),
-        pool_roles={name: pool.config.role for name, pool in run.pools.items()},
-        pool_block_bytes={
-            name: getattr(pool.transfer, "block_bytes", 0) for name, pool in run.pools.items() if pool.transfer is not None
-        },
-        role_swaps={} if run.handoffs is None else dict(run.handoffs.swaps),
-        link_busy_seconds={} if run.handoffs is None else {i: link.busy_seconds for i, link in run.handoffs.links.items()},
         sections=collect_sections(run),
     )

@@ -57,13 +57,6 @@ class SimulationResult:
     urgency: Optional[np.ndarray] = None
     instance_busy_seconds: dict[int, float] = field(default_factory=dict)  # iterations run
     decode_stall_seconds: float = 0.0  # request-seconds decodes waited behind prefill steps
-    # prefill/decode disaggregation: each pool's role and the bytes of one KV block of its
-    # instances (what a hand-off copies), and the requests adaptive PD served in the other
-    # role's place (sim.engine.handoffs)
-    pool_roles: dict[str, str] = field(default_factory=dict)
-    pool_block_bytes: dict[str, int] = field(default_factory=dict)
-    link_busy_seconds: dict[int, float] = field(default_factory=dict)  # each instance's hand-off link
-    role_swaps: dict[str, int] = field(default_factory=dict)
     # each feature's raw result by section name, only for the features the run has
     # (sim.engine.sections: read through the feature's ResultSection)
     sections: dict[str, object] = field(default_factory=dict)

@@ -159,7 +159,6 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{churn['reversals']} reversals; instances migrating "
             f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
         )
-    lines += _pd_lines(summary.get("pd"))  # runs stored before it was recorded have none
     lines += report_lines(summary)
     if summary["interrupted"]:
         lines.append(
@@ -167,35 +166,3 @@ def format_summary(summary: dict[str, Any]) -> str:
             "those not yet arrived are counted as never arrived)"
         )
     return "\n".join(lines)
-
-
-def _pd_lines(pd_section: dict | None) -> list[str]:
-    """Prefill/decode disaggregation: hand-offs, then each role's instances."""
-    if not pd_section:
-        return []
-    handoffs = pd_section["handoffs"]
-    others = {k: n for k, n in handoffs["abort_reasons"].items() if k != "destination_out_of_memory"}
-    lines = [
-        f"hand-offs: {handoffs['committed']} committed, {handoffs['refused']} refused by a full decode "
-        f"instance" + (f", {sum(others.values())} aborted otherwise ({counts(others)})" if others else "")
-        + f"; copy mean {fmt(handoffs['seconds']['mean'])} p99 {fmt(handoffs['seconds']['p99'])}; "
-        f"first token to decode instance mean {fmt(handoffs['first_token_to_commit']['mean'])} "
-        f"p99 {fmt(handoffs['first_token_to_commit']['p99'])}; {handoffs['gigabytes']:.1f} GB; "
-        f"{handoffs['mean_in_flight']:.2f} in flight on average; "
-        f"prefill instances' links busy {handoffs['link_utilisation'] * 100:.1f}%"
-    ]
-    roles = "; ".join(
-        f"{role} {row['instances']} instances, GPU busy {row['busy_fraction'] * 100:.0f}%, "
-        f"KV in use {row['kv_in_use'] * 100:.0f}%"
-        for role, row in pd_section["roles"].items()
-    )
-    lines.append(f"roles: {roles}")
-    swaps = pd_section["role_swaps"]
-    if any(swaps.values()):
-        lines.append(
-            f"adaptive PD: {swaps['prefilled_on_decode']} requests served by a decode instance "
-            f"(every prefill instance busy), {swaps['decoded_on_prefill']} decoded on their prefill instance, "
-            f"{swaps.get('aggregated_on_prefill', 0)} moves packing decodes onto fewer prefill instances, "
-            f"{swaps.get('eased_to_prefill', 0)} from busy decode instances to idle prefill instances"
-        )
-    return lines

@@ -18,9 +18,8 @@ from sim.instance.migration import BALANCE
 from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
 from sim.metrics.distribution import describe
-from sim.metrics.pd import pd_summary
 from sim.metrics.sections import Tables, with_sections
-from sim.metrics.tables import instance_table, migration_table
+from sim.metrics.tables import migration_table
 
 LATENCY_METRICS = (
     "prefill_latency",
@@ -126,11 +125,6 @@ def summarize(
     if migrations is None:
         migrations = migration_table(result)
     balance = migrations["kind"] == BALANCE
-    pd_section = None
-    if set(result.pool_roles.values()) - {"mixed"}:
-        pd_section = pd_summary(
-            result, requests, migrations, instance_table(result) if instances is None else instances
-        )
     finished = requests[requests["status"] == "finished"]
     aborted = requests[requests["status"] == "aborted"]
     start = float(requests["arrival"].min()) if len(requests) else 0.0
@@ -161,7 +155,6 @@ def summarize(
             "migrations": int(requests["migrations"].sum()),
         },
         "migration": migration_summary(result, migrations[balance]),
-        "pd": pd_section,
         "latency": latency_summary(requests),
         "latency_by_tier": {
             str(tier): latency_summary(requests[requests["tier"] == tier]) for tier in tiers
