@@ -11,6 +11,7 @@ import pytest
 from sim.cluster.scaling import SCALE_IN, SCALE_OUT, ScalingDecision, SustainedBand
 from sim.config import AutoscaleConfig
 from sim.engine import Simulation
+from sim.engine.migration_result import MIGRATIONS
 from sim.engine.scaling import SCALING_LOG
 from sim.instance.load import LoadReport
 from sim.instance.request import RequestState
@@ -83,7 +84,7 @@ def test_a_scaled_out_instance_gets_dispatches_and_migrations_before_older_ones_
     decided = min(e.time for e in SCALING_LOG.of(result) if e.action == SCALE_OUT)
     assert ready_at == pytest.approx(decided + 5.0)  # the cold start is honoured
     first_dispatch = min(r.arrival for r in result.requests if r.instances[0] == new_id)
-    first_inbound = min(m.start for m in result.migrations if m.destination == new_id)
+    first_inbound = min(m.start for m in MIGRATIONS.of(result) if m.destination == new_id)
     samples = instance_table(result)
     idle = samples[
         (samples["instance"] < new_id)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional, Protocol
 import simpy
 
 from sim.config import SimulationConfig
-from sim.engine import pd_result, prefix_result  # noqa: F401  (they register their result sections)
+from sim.engine import migration_result, pd_result, prefix_result  # noqa: F401  (they register their result sections)
 from sim.engine.faults import FaultInjector
 from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.migrations import MigrationLauncher
@@ -117,7 +117,6 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         interrupted=interrupted,
         not_arrived=len(run.workload) - len(run.requests),
         batches=run.steps.batches,
-        migrations=run.migrations.records,
         batch_log=run.steps.batch_log,
         leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in run.instances.values()),
         idle_stretches=watch.stretches if watch is not None else 0,

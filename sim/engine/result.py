@@ -11,7 +11,6 @@ import numpy as np
 
 from sim.config import SimulationConfig
 from sim.instance.load import LoadReport
-from sim.instance.migration import MigrationRecord
 from sim.instance.request import Request
 
 
@@ -45,7 +44,6 @@ class SimulationResult:
     workload_description: str
     interrupted: bool = False
     batches: int = 0
-    migrations: list[MigrationRecord] = field(default_factory=list)
     batch_log: list[BatchRecord] = field(default_factory=list)
     not_arrived: int = 0  # requests of the workload that had not arrived when the run stopped
     leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)

@@ -14,7 +14,7 @@ from sim.metrics.run_folder import RunFolder
 from sim.metrics.sections import report_lines
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
-from sim.metrics.text import counts, fmt
+from sim.metrics.text import fmt
 from sim.metrics.trace import write_timeline
 
 
@@ -146,18 +146,6 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(
             f"scheduler view: {view['stale_idle_instance_seconds']:.1f} instance-s idle while it showed "
             f"the instance busy ({view['idle_stretches']} idle stretches checked)"
-        )
-    migration = summary["migration"]
-    if migration["total"]:
-        aborts = counts(migration["abort_reasons"])
-        downtime, churn = migration["downtime"], migration["churn"]
-        lines.append(
-            f"migrations: {migration['committed']} committed, {migration['aborted']} aborted"
-            + (f" ({aborts})" if aborts else "")
-            + f"; downtime mean {fmt(downtime['mean'])} p99 {fmt(downtime['p99'])}; "
-            f"{churn['requests_migrated_3_or_more']} requests moved 3+ times, "
-            f"{churn['reversals']} reversals; instances migrating "
-            f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
         )
     lines += report_lines(summary)
     if summary["interrupted"]:

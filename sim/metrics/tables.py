@@ -9,6 +9,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pandas as pd
 
+from sim.engine.migration_result import MIGRATIONS
 from sim.engine.prefix_result import PREFIX_CACHE, SHARING
 from sim.engine.result import LoadSample, SimulationResult
 from sim.instance.load import freeness_full, freeness_normal
@@ -208,5 +209,5 @@ def migration_table(result: SimulationResult) -> pd.DataFrame:
     """The migration log, one row per migration in start order, with the request's tier
     so churn and downtime can be read per tier without a join."""
     tiers = {request.id: request.tier for request in result.requests}
-    rows = [migration_row(record, tiers.get(record.request_id, -1)) for record in result.migrations]
+    rows = [migration_row(record, tiers.get(record.request_id, -1)) for record in MIGRATIONS.of(result) or ()]
     return _frame(rows, MigrationRow)
