@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional, Protocol
 import simpy
 
 from sim.config import SimulationConfig
-from sim.engine import migration_result, pd_result, prefix_result  # noqa: F401  (they register their result sections)
+from sim.engine import migration_result, pd_result, prefix_result, stall_result  # noqa: F401  (their sections)
 from sim.engine.faults import FaultInjector
 from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.migrations import MigrationLauncher
@@ -122,6 +122,5 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         idle_stretches=watch.stretches if watch is not None else 0,
         stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,
         instance_busy_seconds={i: runtime.busy_seconds for i, runtime in run.instances.items()},
-        decode_stall_seconds=sum(runtime.llumlet.batches.decode_stall for runtime in run.instances.values()),
         sections=collect_sections(run),
     )

@@ -54,7 +54,6 @@ class SimulationResult:
     # each request's urgency on the SLO contract's span, by request id (None: no contract)
     urgency: Optional[np.ndarray] = None
     instance_busy_seconds: dict[int, float] = field(default_factory=dict)  # iterations run
-    decode_stall_seconds: float = 0.0  # request-seconds decodes waited behind prefill steps
     # each feature's raw result by section name, only for the features the run has
     # (sim.engine.sections: read through the feature's ResultSection)
     sections: dict[str, object] = field(default_factory=dict)

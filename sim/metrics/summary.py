@@ -97,12 +97,6 @@ def summarize(
         "slo": attainment_summary(requests, config.slo, config.workload.priority.tiers, makespan, cost["gpu_hours"])
         if config.slo is not None
         else None,
-        # the part of decoding spent waiting behind prefill iterations (every prefill step
-        # stalls its instance's running requests: vLLM 0.1.2 batches no prefill with decodes)
-        "decode_stall": {
-            "request_seconds": result.decode_stall_seconds,
-            "per_output_token": result.decode_stall_seconds / max(float(finished["output_tokens"].sum()), 1.0),
-        },
         "fragmentation": {
             "mean_fraction": float(cluster["fragmented_fraction"].mean()) if len(cluster) else 0.0,
         },
