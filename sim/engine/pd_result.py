@@ -27,7 +27,7 @@ class _Run(Protocol):
 
 
 def _collect(run: _Run) -> Optional[PdResult]:
-    roles = {name: pool.config.role for name, pool in run.pools.items()}
+    roles: dict[str, str] = {name: pool.config.role for name, pool in run.pools.items()}
     if set(roles.values()) <= {"mixed"}:
         return None
     handoffs = run.handoffs

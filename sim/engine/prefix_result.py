@@ -19,7 +19,7 @@ class _Run(Protocol):
     workload: "Workload"
 
 
-def _counters(run: _Run) -> Optional[dict[int, dict[str, object]]]:
+def _counters(run: _Run) -> Optional[dict[int, dict]]:
     counters = {i: runtime.llumlet.ledger.counters() for i, runtime in run.instances.items()}
     caching = {i: c for i, c in counters.items() if c is not None}
     return caching or None

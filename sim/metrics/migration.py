@@ -22,13 +22,13 @@ def churn(migrations: pd.DataFrame) -> dict[str, int]:
     a request's next migration takes it back to the instance it just left (path 0>3>0)."""
     committed = migrations[migrations["outcome"] == "committed"].sort_values(["committed_at", "id"])
     per_request = committed.groupby("request_id")
-    counts = per_request.size()
+    moves = per_request.size()
     # a reversal: this migration's destination is the previous migration's source
     previous_source = per_request["source"].shift()
     reversal = committed["destination"] == previous_source
     return {
-        "requests_migrated": int(len(counts)),
-        "requests_migrated_3_or_more": int((counts >= 3).sum()),
+        "requests_migrated": int(len(moves)),
+        "requests_migrated_3_or_more": int((moves >= 3).sum()),
         "reversals": int(reversal.sum()),
         "requests_with_reversal": int(committed.loc[reversal, "request_id"].nunique()),
     }
@@ -95,13 +95,13 @@ def _lines(migration: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     if not migration["total"]:
         return []
     aborts = counts(migration["abort_reasons"])
-    downtime, churn = migration["downtime"], migration["churn"]
+    downtime, undone = migration["downtime"], migration["churn"]
     return [
         f"migrations: {migration['committed']} committed, {migration['aborted']} aborted"
         + (f" ({aborts})" if aborts else "")
         + f"; downtime mean {fmt(downtime['mean'])} p99 {fmt(downtime['p99'])}; "
-        f"{churn['requests_migrated_3_or_more']} requests moved 3+ times, "
-        f"{churn['reversals']} reversals; instances migrating "
+        f"{undone['requests_migrated_3_or_more']} requests moved 3+ times, "
+        f"{undone['reversals']} reversals; instances migrating "
         f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
     ]
 

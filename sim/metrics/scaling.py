@@ -38,6 +38,6 @@ def _lines(scaling: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     ]
 
 
-SUMMARY_SECTIONS.add(
-    SummarySection("scaling", after="slo", summarize=lambda result, tables: scaling_summary(result), report_lines=_lines)
-)
+SUMMARY_SECTIONS.add(SummarySection(
+    "scaling", after="slo", summarize=lambda result, tables: scaling_summary(result), report_lines=_lines
+))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 import sim.metrics.features  # noqa: F401  (every feature's section registered)
@@ -51,9 +50,9 @@ def summarize(
     migrations: pd.DataFrame | None = None,
     instances: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Everything a researcher reads first; written as ``summary.json``. ``migration`` is
-    the scheduler's balance migrations; prefill-to-decode hand-offs (and adaptive PD's
-    moves, counted in its role swaps) are under ``pd``."""
+    """Everything a researcher reads first; written as ``summary.json``: the figures every
+    run has, and each feature's section (``sim.metrics.features``) after the key it names.
+    ``instances``, when not given, is built only if a section reads it."""
     if migrations is None:
         migrations = migration_table(result)
     finished = requests[requests["status"] == "finished"]
