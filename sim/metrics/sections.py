@@ -36,6 +36,7 @@ class Tables:
 
 
 def no_lines(section: Any, summary: dict[str, Any]) -> list[str]:
+    """A section that only ``summary.json`` shows (``decode_stall``)."""
     return []
 
 
