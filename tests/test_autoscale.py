@@ -11,6 +11,8 @@ import pytest
 from sim.cluster.scaling import SCALE_IN, SCALE_OUT, ScalingDecision, SustainedBand
 from sim.config import AutoscaleConfig
 from sim.engine import Simulation
+from sim.engine.migrations import MIGRATIONS
+from sim.engine.scaling import SCALING_LOG
 from sim.instance.load import LoadReport
 from sim.instance.request import RequestState
 from sim.metrics import instance_table
@@ -77,13 +79,13 @@ def test_a_scaled_out_instance_gets_dispatches_and_migrations_before_older_ones_
         transfer=make_transfer(),
     )
     result = simulation.run()
-    ready = [(e.time, e.instance) for e in result.scaling_log if e.action == "ready"]
+    ready = [(e.time, e.instance) for e in SCALING_LOG.of(result) if e.action == "ready"]
     assert ready, "the load must trigger a scale-out"
     ready_at, new_id = ready[0]
-    decided = min(e.time for e in result.scaling_log if e.action == SCALE_OUT)
+    decided = min(e.time for e in SCALING_LOG.of(result) if e.action == SCALE_OUT)
     assert ready_at == pytest.approx(decided + 5.0)  # the cold start is honoured
     first_dispatch = min(r.arrival for r in result.requests if r.instances[0] == new_id)
-    first_inbound = min(m.start for m in result.migrations if m.destination == new_id)
+    first_inbound = min(m.start for m in MIGRATIONS.of(result) if m.destination == new_id)
     samples = instance_table(result)
     idle = samples[
         (samples["instance"] < new_id)
@@ -135,7 +137,7 @@ def _steady_run(sustain: float) -> list:
         make_workload(arrival, np.full(n, 256), np.full(n, 256)),
         transfer=make_transfer(),
     )
-    return [e.action for e in simulation.run().scaling_log if e.action in (SCALE_IN, SCALE_OUT)]
+    return [e.action for e in SCALING_LOG.of(simulation.run()) if e.action in (SCALE_IN, SCALE_OUT)]
 
 
 def test_a_steady_load_inside_the_band_does_not_make_the_cluster_oscillate():

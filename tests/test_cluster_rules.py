@@ -8,6 +8,7 @@ from sim.cluster import DISPATCH_RULES, DispatchRule, GlobalScheduler
 from sim.cluster.dispatch import ArtifactLoad, DispatchInfo
 from sim.config import ConfigError, SchedulerConfig
 from sim.engine import Simulation
+from sim.engine.migrations import MIGRATIONS
 from sim.instance.load import LoadReport
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload
 from tests.reports import make_report
@@ -99,7 +100,7 @@ def test_without_pairing_llumnix_dispatches_by_freeness_but_never_migrates():
             make_workload(arrival, [400] * n, [200] * n),
             transfer=make_transfer(),
         ).run()
-    assert runs[None].migrations and not runs["none"].migrations
+    assert MIGRATIONS.of(runs[None]) and not MIGRATIONS.of(runs["none"])
 
 
 def test_a_per_step_report_absorbs_the_demand_dispatched_before_it():

@@ -13,6 +13,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sim.engine import Simulation
+from sim.engine.faults import FAULT_LOG
+from sim.engine.migrations import MIGRATIONS
+from sim.engine.handoffs import PD
+from sim.engine.prefix_result import PREFIX_CACHE
+from sim.engine.scaling import SCALING_LOG
 from sim.instance.request import RequestState
 from sim.metrics import request_table
 from sim.workload.sessions import OPEN, Sharing
@@ -246,46 +251,48 @@ def check_conserved(s) -> None:
         ledger = simulation.llumlet(instance).ledger
         assert ledger.allocated == 0 and ledger.reserved == 0 and ledger.free == ledger.capacity
     # every migration ended committed or aborted with a reason
-    for record in result.migrations:
+    migrations = MIGRATIONS.of(result)
+    for record in migrations:
         assert record.outcome in ("committed", "aborted")
         assert (record.outcome == "aborted") == bool(record.abort_reason)
-    committed = sum(r.outcome == "committed" for r in result.migrations)
+    committed = sum(r.outcome == "committed" for r in migrations)
     assert committed == sum(r.migrations for r in result.requests)
+    scaling_log, disaggregated = SCALING_LOG.of(result) or [], PD.of(result)
     outages = sorted((f["start"], f["end"]) for f in s["faults"] if f["kind"] == "scheduler_down")
     for what, happened in (
-        ("scale-in", any(e.action == "scale_in" for e in result.scaling_log)),
-        ("instance removed", any(e.action == "removed" for e in result.scaling_log)),
+        ("scale-in", any(e.action == "scale_in" for e in scaling_log)),
+        ("instance removed", any(e.action == "removed" for e in scaling_log)),
         ("migration committed", committed > 0),
         ("migration to a draining instance aborted",
-         any(m.abort_reason == "destination_draining" for m in result.migrations)),
-        ("instance failed", any(e.event == "instance_failed" for e in result.fault_log)),
+         any(m.abort_reason == "destination_draining" for m in migrations)),
+        ("instance failed", any(e.event == "instance_failed" for e in FAULT_LOG.of(result) or ())),
         ("SLO-aware dispatch", s["dispatch"] == "slo-aware"),
         ("idle stretches checked against the view", result.idle_stretches > 0),
         ("SLO-driven migration committed", s["slo_migration"] and committed > 0),
         ("adaptive headroom moved", len({sample.headroom for sample in result.load_samples}) > 1),
         ("overlapping outages", any(b[0] < a[1] for a, b in zip(outages, outages[1:]))),
         ("several transfer-failure windows", sum(f["kind"] == "transfer_failure" for f in s["faults"]) > 1),
-        ("hand-off committed", any(m.kind == "handoff" and m.outcome == "committed" for m in result.migrations)),
+        ("hand-off committed", any(m.kind == "handoff" and m.outcome == "committed" for m in migrations)),
         ("hand-off refused by a full decode instance",
-         any(m.kind == "handoff" and m.abort_reason == "destination_out_of_memory" for m in result.migrations)),
-        ("adaptive PD served a request in the other role", any(result.role_swaps.values())),
+         any(m.kind == "handoff" and m.abort_reason == "destination_out_of_memory" for m in migrations)),
+        ("adaptive PD served a request in the other role", disaggregated is not None and any(disaggregated.role_swaps.values())),
         ("balance migration among decode instances committed", s["pd"] is not None and any(
-            m.kind == "balance" and m.outcome == "committed" for m in result.migrations)),
+            m.kind == "balance" and m.outcome == "committed" for m in migrations)),
         ("prefix cache hit", any(r.cached_tokens for r in result.requests)),
         ("a transfer found blocks cached at its destination",
-         any(c["transfer_hits"] for c in result.prefix_cache.values())),
+         any(c["transfer_hits"] for c in (PREFIX_CACHE.of(result) or {}).values())),
         ("a conversation's later turn arrived", any(f != OPEN for f in workload_follows(simulation))),
         ("migration between pools committed", s["second_pool"] is not None and any(
             m.outcome == "committed" and simulation.pool_of(m.source) != simulation.pool_of(m.destination)
-            for m in result.migrations)),
+            for m in migrations)),
     ):
         if happened:
             event(what)
     # an instance is never removed while it is a migration's source or destination
-    for scaling in result.scaling_log:
+    for scaling in scaling_log:
         if scaling.action == "removed":
             touching = [
-                m for m in result.migrations
+                m for m in migrations
                 if scaling.instance in (m.source, m.destination) and m.start <= scaling.time < m.end
             ]
             assert not touching, (scaling, touching)

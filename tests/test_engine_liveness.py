@@ -7,6 +7,8 @@ import pytest
 
 from sim.cli.main import main
 from sim.engine import Simulation, SimulationStalled, watchdog
+from sim.engine.migrations import MIGRATIONS
+from sim.engine.scaling import SCALING_LOG
 from sim.engine.watchdog import STALL_SECONDS, stall_span
 from sim.instance.request import RequestState
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload, placed
@@ -47,9 +49,9 @@ def paired_and_drained_in_one_round(mode: str) -> Simulation:
 def test_an_instance_drained_in_the_round_it_became_a_destination_is_not_removed_under_a_migration(mode):
     simulation = paired_and_drained_in_one_round(mode)
     result = simulation.run()
-    scale_ins = [e for e in result.scaling_log if e.action == "scale_in"]
-    removed = {e.instance: e.time for e in result.scaling_log if e.action == "removed"}
-    into_drained = [m for m in result.migrations if m.destination == 1]
+    scale_ins = [e for e in SCALING_LOG.of(result) if e.action == "scale_in"]
+    removed = {e.instance: e.time for e in SCALING_LOG.of(result) if e.action == "removed"}
+    into_drained = [m for m in MIGRATIONS.of(result) if m.destination == 1]
     # the race happened: a migration to instance 1 started in the round it was drained
     assert [(e.time, e.instance) for e in scale_ins] == [(1.0, 1)]
     assert into_drained and into_drained[0].start == 1.0

@@ -10,7 +10,8 @@ import simpy
 
 from sim.config import FaultConfig
 from sim.engine import Simulation
-from sim.engine.faults import FaultInjector
+from sim.engine.faults import FAULT_LOG, FaultInjector
+from sim.engine.migrations import MIGRATIONS
 from sim.instance.request import RequestState
 from sim.metrics import cluster_table, request_table, summarize
 from sim.metrics.faults import fault_summary
@@ -49,7 +50,7 @@ def assert_conserved(simulation: Simulation, result) -> None:
     for instance in simulation.live_ids:
         ledger = simulation.llumlet(instance).ledger
         assert ledger.allocated == 0 and ledger.reserved == 0
-    assert all(m.outcome in ("committed", "aborted") for m in result.migrations)
+    assert all(m.outcome in ("committed", "aborted") for m in MIGRATIONS.of(result))
 
 
 def test_scheduler_outage_falls_back_to_round_robin_then_recovers():
@@ -62,10 +63,10 @@ def test_scheduler_outage_falls_back_to_round_robin_then_recovers():
     firsts = [r.instances[0] for r in during]
     assert len(during) > 20
     assert all((b - a) % 4 == 1 for a, b in zip(firsts, firsts[1:]))  # round-robin
-    started = [m.start for m in result.migrations]
+    started = [m.start for m in MIGRATIONS.of(result)]
     assert not [t for t in started if 20.0 < t < 40.0]  # migration stops
     assert [t for t in started if t < 20.0] and [t for t in started if t >= 40.0]  # and resumes
-    assert [event.event for event in result.fault_log] == ["scheduler_down", "scheduler_up"]
+    assert [event.event for event in FAULT_LOG.of(result)] == ["scheduler_down", "scheduler_up"]
 
 
 def test_instance_failure_aborts_its_requests_and_everything_else_finishes():
@@ -95,7 +96,7 @@ def test_transfer_failures_abort_migrations_through_the_handshake():
     simulation = loaded_run([{"kind": "transfer_failure", "probability": 0.5}])
     result = simulation.run()
     assert_conserved(simulation, result)
-    reasons = [m.abort_reason for m in result.migrations if m.outcome == "aborted"]
+    reasons = [m.abort_reason for m in MIGRATIONS.of(result) if m.outcome == "aborted"]
     assert reasons.count("transfer_failed") >= 5
     assert all(r.state is RequestState.FINISHED for r in result.requests)
 
@@ -160,10 +161,10 @@ def test_two_transfer_failure_windows_each_fail_every_stage_inside_them():
     result = simulation.run()
     assert_conserved(simulation, result)
     for start, end in windows:
-        ended_inside = [m for m in result.migrations if start <= m.end <= end]
+        ended_inside = [m for m in MIGRATIONS.of(result) if start <= m.end <= end]
         assert any(m.abort_reason == "transfer_failed" for m in ended_inside)
         assert not [m for m in ended_inside if m.outcome == "committed"]
-    committed = [m.committed_at for m in result.migrations if m.outcome == "committed"]
+    committed = [m.committed_at for m in MIGRATIONS.of(result) if m.outcome == "committed"]
     assert [t for t in committed if 50.0 < t < 80.0] and [t for t in committed if t > 110.0]
 
 
@@ -199,10 +200,10 @@ def test_nested_and_overlapping_outages_keep_the_scheduler_away_until_the_last_e
         assert simulation.fallback_kind == fallback, when
     result = simulation.run()
     assert_conserved(simulation, result)
-    started = [m.start for m in result.migrations]
+    started = [m.start for m in MIGRATIONS.of(result)]
     assert not [t for t in started if 20.0 < t < 60.0]  # no pairing while any window is open
     assert [t for t in started if t >= 60.0]
-    assert [(e.time, e.event) for e in result.fault_log] == [
+    assert [(e.time, e.event) for e in FAULT_LOG.of(result)] == [
         (20.0, "scheduler_down"), (30.0, "scheduler_down"), (35.0, "scheduler_down"), (60.0, "scheduler_up")
     ]
 
@@ -218,8 +219,8 @@ def test_the_first_of_two_overlapping_outages_to_end_does_not_bring_the_schedule
     assert simulation.fallback_kind == "round-robin"
     result = simulation.run()
     assert_conserved(simulation, result)
-    assert not [m for m in result.migrations if 20.0 < m.start < 60.0]
-    assert [e.time for e in result.fault_log if e.event == "scheduler_up"] == [60.0]
+    assert not [m for m in MIGRATIONS.of(result) if 20.0 < m.start < 60.0]
+    assert [e.time for e in FAULT_LOG.of(result) if e.event == "scheduler_up"] == [60.0]
 
 
 # ---------------------------------------------------------------- recovery

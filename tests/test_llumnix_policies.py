@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sim.engine import Simulation
+from sim.engine.migrations import MIGRATIONS
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload, placed
 
 
@@ -30,7 +31,7 @@ def test_queued_long_input_is_admitted_sooner_under_llumnix_than_infaas():
         result = simulation.run()
         long_request = result.requests[-1]
         assert long_request.generated == 50
-        return long_request.first_admitted - long_request.arrival, len(result.migrations)
+        return long_request.first_admitted - long_request.arrival, len(MIGRATIONS.of(result))
 
     infaas_delay, infaas_migrations = admission_delay("infaas++")
     llumnix_delay, llumnix_migrations = admission_delay("llumnix")
@@ -72,11 +73,11 @@ def test_prose_llumnix_moves_normal_requests_away_from_a_high_priority_request()
     base = run("llumnix-prose-base")
     critical, critical_base = tiered.requests[0], base.requests[0]
     assert critical.migrations == 0  # lower priority goes first
-    moved = [m for m in tiered.migrations if m.outcome == "committed"]
+    moved = [m for m in MIGRATIONS.of(tiered) if m.outcome == "committed"]
     assert moved and all(tiered.requests[m.request_id].tier == 1 for m in moved)
     # without headroom the instance only becomes a source once its requests have grown
     first_move = min(m.start for m in moved)
-    assert base.migrations and min(m.start for m in base.migrations) > first_move + 0.5
+    assert MIGRATIONS.of(base) and min(m.start for m in MIGRATIONS.of(base)) > first_move + 0.5
 
     def decode_latency(request):
         return (request.finish_time - request.first_token_time) / (request.output_tokens - 1)
@@ -115,12 +116,12 @@ def test_artifact_llumnix_sheds_normal_requests_from_an_instance_holding_a_high_
 
     tiered, base = run("llumnix"), run("llumnix-base")
     critical, critical_base = tiered.requests[0], base.requests[0]
-    moved = [m for m in tiered.migrations if m.outcome == "committed"]
+    moved = [m for m in MIGRATIONS.of(tiered) if m.outcome == "committed"]
     assert moved and all(tiered.requests[m.request_id].tier == 1 for m in moved)
     assert critical.migrations == 0
     # without the reservation the instance only becomes a source once its requests grew
     # (11 requests of 11 blocks: freeness 7 > 3)
-    assert not base.migrations or min(m.start for m in base.migrations) > min(m.start for m in moved) + 1.0
+    assert not MIGRATIONS.of(base) or min(m.start for m in MIGRATIONS.of(base)) > min(m.start for m in moved) + 1.0
 
     def decode_latency(request):
         return (request.finish_time - request.first_token_time) / (request.output_tokens - 1)

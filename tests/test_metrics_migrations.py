@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 
 from sim.engine import Simulation, SimulationResult
+from sim.engine.migrations import MIGRATIONS
 from sim.instance.migration import MigrationOutcome, MigrationRecord
 from sim.instance.transfer_plan import MigrationMode
 from sim.instance.request import Request
 from sim.metrics import migration_table, request_table, write_run, write_timeline
-from sim.metrics.summary import migration_summary, migrating_fractions
+from sim.metrics.migration import migrating_fractions, migration_summary
 from sim.metrics.trace import pid_of
 from tests.doubles import LinearTimer, make_config, make_transfer, make_workload, placed
 
@@ -54,20 +55,20 @@ def hand_built(migrations, lifetimes, end_time=10.0, requests=()) -> SimulationR
     return SimulationResult(
         config=make_config(), requests=list(requests), load_samples=[],
         instance_lifetimes=lifetimes, instance_pools=dict.fromkeys(lifetimes, "cluster"), end_time=end_time, wall_seconds=0.0,
-        capacity_blocks=CAPACITY, workload_description="hand-built", migrations=migrations,
+        capacity_blocks=CAPACITY, workload_description="hand-built", sections={MIGRATIONS.name: migrations},
     )
 
 
 def test_the_scenario_is_what_the_other_tests_assume(result):
-    outcomes = [(r.source, r.destination, r.outcome, r.blocks) for r in result.migrations]
+    outcomes = [(r.source, r.destination, r.outcome, r.blocks) for r in MIGRATIONS.of(result)]
     assert outcomes == [(0, 2, "aborted", 0), (0, 1, "committed", 43), (1, 0, "committed", 52)]
     assert result.requests[0].instances == [0, 1, 0]
 
 
 def test_log_rows_match_the_records(result):
     table = migration_table(result)
-    assert len(table) == len(result.migrations)
-    for row, rec in zip(table.itertuples(index=False), result.migrations):
+    assert len(table) == len(MIGRATIONS.of(result))
+    for row, rec in zip(table.itertuples(index=False), MIGRATIONS.of(result)):
         values = list(row)
         assert values.pop(2) == 0  # request_tier of request 0
         assert values == pytest.approx(list(astuple(rec)), nan_ok=True)
@@ -122,7 +123,7 @@ def test_migrating_fraction_on_known_intervals():
 
 def test_summary_section_counts_outcomes_downtime_and_churn(result):
     summary = migration_summary(result, migration_table(result))
-    committed = [r for r in result.migrations if r.outcome == "committed"]
+    committed = [r for r in MIGRATIONS.of(result) if r.outcome == "committed"]
     assert (summary["total"], summary["committed"], summary["aborted"]) == (3, 2, 1)
     assert summary["abort_reasons"] == {"destination_out_of_memory": 1}
     assert summary["downtime"]["mean"] == pytest.approx(sum(r.downtime for r in committed) / 2)
@@ -168,7 +169,7 @@ def test_each_committed_migration_is_one_flow_pair_inside_its_slices(result, tmp
     events = load_trace(result, tmp_path)
     slices = [e for e in events if e["ph"] == "X" and e.get("cat") == "migration"]
     flows = [e for e in events if e["ph"] in ("s", "f")]
-    committed = [r for r in result.migrations if r.outcome == "committed"]
+    committed = [r for r in MIGRATIONS.of(result) if r.outcome == "committed"]
     assert len(flows) == 2 * len(committed)
     for rec in committed:
         pair = {e["ph"]: e for e in flows if e["id"] == rec.id}
@@ -192,7 +193,7 @@ def test_each_committed_migration_is_one_flow_pair_inside_its_slices(result, tmp
 
 def test_an_abort_that_copied_nothing_has_its_own_look_and_no_arrow(result, tmp_path):
     events = load_trace(result, tmp_path)
-    (aborted,) = [r for r in result.migrations if r.outcome == "aborted"]
+    (aborted,) = [r for r in MIGRATIONS.of(result) if r.outcome == "aborted"]
     assert not [e for e in events if e["ph"] in ("s", "f") and e["id"] == aborted.id]
     marked = [e for e in events if e["ph"] == "X" and e.get("args", {}).get("migration") == aborted.id]
     assert sorted(e["name"] for e in marked) == ["aborted in r0 \u2190 0", "aborted out r0 \u2192 2"]
@@ -201,7 +202,7 @@ def test_an_abort_that_copied_nothing_has_its_own_look_and_no_arrow(result, tmp_
 
 def test_write_run_writes_the_log_the_timeline_and_the_plot_and_changes_nothing(result, tmp_path):
     before = request_table(result)
-    records = [repr(astuple(r)) for r in result.migrations]
+    records = [repr(astuple(r)) for r in MIGRATIONS.of(result)]
     summary = write_run(result, tmp_path)
     assert {"migrations.csv", "timeline.json", "migrations.png"} <= set(summary["files"])
     assert all((tmp_path / name).exists() for name in summary["files"])
@@ -209,7 +210,7 @@ def test_write_run_writes_the_log_the_timeline_and_the_plot_and_changes_nothing(
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written["migration"]["committed"] == 2
     pd.testing.assert_frame_equal(request_table(result), before)
-    assert [repr(astuple(r)) for r in result.migrations] == records
+    assert [repr(astuple(r)) for r in MIGRATIONS.of(result)] == records
 
 
 def test_a_run_without_migrations_still_writes_the_log_header(tmp_path):

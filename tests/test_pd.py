@@ -8,6 +8,8 @@ import pytest
 
 from sim.config import ConfigError
 from sim.engine import Simulation
+from sim.engine.migrations import MIGRATIONS
+from sim.engine.handoffs import PD
 from sim.engine.setup import check_names
 from sim.metrics import request_table
 from sim.metrics.summary import summarize
@@ -56,7 +58,7 @@ def test_one_request_gets_its_first_token_from_prefill_and_pays_the_copy_in_its_
     assert row["finish"] == pytest.approx(PREFILL + COPY + 2 * DECODE)
     assert row["decode_latency_per_token"] == pytest.approx((COPY + 2 * DECODE) / 2)
     assert row["instances"] == "0>1"
-    (record,) = result.migrations
+    (record,) = MIGRATIONS.of(result)
     assert (record.kind, record.mode.value, record.outcome.value) == ("handoff", "blocking", "committed")
     assert record.blocks == 4  # 64 tokens: every block, copied in one stage
     assert record.downtime == pytest.approx(COPY)
@@ -87,7 +89,7 @@ def test_two_requests_take_turns_on_one_decode_instances_link_and_wait_for_its_i
     # instance's iteration boundary at 0.135, then two steps: 0.155. Its second token
     # (0.145) holds the link wait, the copy, the boundary wait and one step
     assert table.loc[1, "finish"] == pytest.approx(PREFILL + 2 * COPY + 0.005 + 2 * DECODE)
-    records = sorted(result.migrations, key=lambda r: r.request_id)
+    records = sorted(MIGRATIONS.of(result), key=lambda r: r.request_id)
     assert records[1].committed_at == pytest.approx(PREFILL + 2 * COPY)
     assert records[1].downtime == pytest.approx(2 * COPY)  # held from 0.1, the wait included
 
@@ -99,14 +101,14 @@ def test_a_request_of_a_mixed_pool_never_meets_a_hand_off():
     assert table.loc[0, "instances"] == "2"
     assert table.loc[0, "finish"] == pytest.approx(PREFILL + 2 * DECODE)  # as without PD
     assert table.loc[1, "instances"] == "0>1"
-    assert [r.request_id for r in result.migrations] == [1]
+    assert [r.request_id for r in MIGRATIONS.of(result)] == [1]
 
 
 def test_a_one_token_request_finishes_on_its_prefill_instance():
     _, result = run(pd_config(), [0.0], [64], [1])
     row = request_table(result).iloc[0]
     assert (row["instances"], row["finish"]) == ("0", pytest.approx(PREFILL))
-    assert not result.migrations
+    assert not MIGRATIONS.of(result)
 
 
 def test_a_full_decode_instance_refuses_and_the_request_waits_held_until_a_tick_finds_room():
@@ -116,9 +118,9 @@ def test_a_full_decode_instance_refuses_and_the_request_waits_held_until_a_tick_
     config.pools[1].kv_capacity_blocks = 10
     _, result = run(config, [0.0, 0.0], [112, 64], [40, 5], targets=[0, 0] + [1] * 100, capacity_blocks=100)
     table = request_table(result).set_index("id")
-    refused = [r for r in result.migrations if r.abort_reason == "destination_out_of_memory"]
+    refused = [r for r in MIGRATIONS.of(result) if r.abort_reason == "destination_out_of_memory"]
     assert refused and all(r.request_id == 1 for r in refused)
-    committed = [r for r in result.migrations if r.outcome.value == "committed" and r.request_id == 1]
+    committed = [r for r in MIGRATIONS.of(result) if r.outcome.value == "committed" and r.request_id == 1]
     assert len(committed) == 1
     assert committed[0].start >= table.loc[0, "finish"]  # not before request 0 left
     assert table.loc[1, "instances"] == "0>1"
@@ -136,7 +138,7 @@ def test_llumnix_pairing_hands_off_at_the_tick_to_the_freest_decode_instance_one
     # first); requests 1 and 2, prefilled together by 0.31, go one per tick from the
     # prefill instance: 1 at 0.35 to the decode instance running nothing, 2 at 0.40
     _, result = run(config, [0.01, 0.21, 0.21], [64, 64, 64], [200, 3, 3], targets=[0, 0, 0])
-    handoffs = sorted(result.migrations, key=lambda r: r.start)
+    handoffs = sorted(MIGRATIONS.of(result), key=lambda r: r.start)
     assert [round(r.start, 9) for r in handoffs] == [0.15, 0.35, 0.4]
     assert [r.destination for r in handoffs[:2]] == [1, 2]
     assert [r.request_id for r in handoffs] == [0, 1, 2]
@@ -151,7 +153,7 @@ def test_adaptive_pd_serves_on_a_decode_instance_when_every_prefill_instance_is_
     table = request_table(result).set_index("id")
     assert table["instances"].tolist() == ["0>1", "1"]
     assert table.loc[1, "first_token"] == pytest.approx(0.105 + PREFILL)
-    assert (result.role_swaps["prefilled_on_decode"], result.role_swaps["decoded_on_prefill"]) == (1, 0)
+    assert (PD.of(result).role_swaps["prefilled_on_decode"], PD.of(result).role_swaps["decoded_on_prefill"]) == (1, 0)
     # without adaptive PD the same request waits for the prefill instance
     config = pd_config()
     config.pools[0].kv_capacity_blocks = 8
@@ -167,9 +169,9 @@ def test_adaptive_pd_decodes_on_the_prefill_instance_while_every_decode_instance
     config.pools[1].kv_capacity_blocks = 17
     _, result = run(config, [0.0, 0.3], [128, 32], [30, 60], capacity_blocks=100)
     table = request_table(result).set_index("id")
-    assert result.role_swaps["decoded_on_prefill"] >= 1
+    assert PD.of(result).role_swaps["decoded_on_prefill"] >= 1
     assert table.loc[1, "instances"] == "0>1"
-    handoff = [r for r in result.migrations if r.request_id == 1 and r.outcome.value == "committed"]
+    handoff = [r for r in MIGRATIONS.of(result) if r.request_id == 1 and r.outcome.value == "committed"]
     assert handoff[0].start >= table.loc[0, "finish"]
 
 
@@ -180,15 +182,15 @@ def test_adaptive_pd_packs_decoding_prefill_instances_and_eases_a_busy_decode_in
     config.pools[1].kv_capacity_blocks = 17
     _, result = run(config, [0.0, 0.3, 0.3], [128, 64, 64], [200, 150, 150], targets=[0, 0, 1], capacity_blocks=100)
     assert (request_table(result)["status"] == "finished").all()
-    moves = [r for r in result.migrations if r.kind == "adaptive"]
+    moves = [r for r in MIGRATIONS.of(result) if r.kind == "adaptive"]
     packed = [r for r in moves if r.destination != 2 and r.source != 2]
     eased = [r for r in moves if r.source == 2]
     # packing goes from the lower prefill instance's id to the higher; easing from the decode
     # instance to a prefill instance running nothing
     assert packed and all(r.source < r.destination for r in packed)
     assert eased and all(r.destination in (0, 1) for r in eased)
-    assert result.role_swaps["aggregated_on_prefill"] == len(packed)
-    assert result.role_swaps["eased_to_prefill"] == len(eased)
+    assert PD.of(result).role_swaps["aggregated_on_prefill"] == len(packed)
+    assert PD.of(result).role_swaps["eased_to_prefill"] == len(eased)
 
 
 @pytest.mark.parametrize(

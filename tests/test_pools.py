@@ -10,6 +10,7 @@ from sim.cluster import DISPATCH_RULES, PAIRING_RULES, SCALE_OUT_POOLS, Dispatch
 from sim.cluster.pairing import FreenessThresholds
 from sim.config import ConfigError, config_hash, load_config, to_dict
 from sim.engine import Simulation
+from sim.engine.migrations import MIGRATIONS
 from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.parts import BATCH_FORMERS, LEDGERS
@@ -241,7 +242,7 @@ def test_dispatch_and_pairing_rules_see_pools(pairing):
     result = simulation.run()
     assert all(r.state == "finished" for r in result.requests)
     assert {r.instances[0] for r in result.requests} == {0, 2}  # dispatched to the pools' heads only
-    committed = [m for m in result.migrations if m.outcome == "committed"]
+    committed = [m for m in MIGRATIONS.of(result) if m.outcome == "committed"]
     crossing = [m for m in committed if result.instance_pools[m.source] != result.instance_pools[m.destination]]
     assert committed
     # the toy rule keeps migrations inside pools; the shipped one, blind to pools, does not

@@ -255,6 +255,7 @@ def test_the_token_budget_counts_only_what_the_prefills_compute():
 
 
 def test_the_summary_counts_every_prefill_once_per_instance_and_once_per_tier():
+    from sim.engine.prefix_result import PREFIX_CACHE
     from sim.metrics import request_table
     from sim.metrics.prefix import prefix_cache_summary
 
@@ -266,7 +267,7 @@ def test_the_summary_counts_every_prefill_once_per_instance_and_once_per_tier():
     )
     result = Simulation(config, LinearTimer(), transfer=make_transfer()).run()
     summary = prefix_cache_summary(result)
-    counters = result.prefix_cache.values()
+    counters = PREFIX_CACHE.of(result).values()
     assert summary["tokens"]["looked_up"] == sum(c["prompt_tokens"] for c in counters)
     assert sum(sum(c["by_tier"].get(t, (0,))[0] for c in counters) for t in (0, 1)) == summary["tokens"]["looked_up"]
     found = sum(c["hit_tokens"] for c in counters)

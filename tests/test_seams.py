@@ -9,6 +9,7 @@ import pytest
 
 from sim.cluster.handoff import HANDOFF_RULES, Handoff, HandoffRule
 from sim.engine import Simulation
+from sim.engine.migrations import MIGRATIONS
 from sim.instance.batching import BatchFormer
 from sim.instance.parts import BATCH_FORMERS
 from tests.doubles import ConstantTimer, make_config, make_transfer, make_workload
@@ -85,11 +86,11 @@ def run(config, requests):
 def test_a_hand_off_rule_of_ones_own_decides_where_every_held_request_goes(toy_parts):
     _, result = run(disaggregated(1, 3, {"pairing": "highest-decode"}), 6)
     assert all(request.state == "finished" for request in result.requests)
-    handoffs = [record for record in result.migrations if record.kind == "handoff"]
+    handoffs = [record for record in MIGRATIONS.of(result) if record.kind == "handoff"]
     assert len(handoffs) == 6 and {record.destination for record in handoffs} == {3}
     # the same cluster under the shipped rule spreads them (INFaaS++'s freeness)
     _, shipped = run(disaggregated(1, 3, {"pairing": "immediate"}), 6)
-    assert len({record.destination for record in shipped.migrations}) > 1
+    assert len({record.destination for record in MIGRATIONS.of(shipped)}) > 1
 
 
 def test_batch_formers_of_ones_own_run_as_the_prefill_role_and_as_the_decode_role(toy_parts):
@@ -102,7 +103,7 @@ def test_batch_formers_of_ones_own_run_as_the_prefill_role_and_as_the_decode_rol
     # decode instances only decode what was handed to them
     assert all(formers[0].prefills + formers[1].prefills) and formers[0].prefills
     assert not any(formers[2].prefills + formers[3].prefills) and formers[2].prefills + formers[3].prefills
-    assert len([record for record in result.migrations if record.kind == "handoff"]) == 8
+    assert len([record for record in MIGRATIONS.of(result) if record.kind == "handoff"]) == 8
 
 
 def test_a_former_built_for_another_role_is_refused(toy_parts):

@@ -21,17 +21,23 @@ The injector keeps its own state and acts only through ``ClusterActions``.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import NamedTuple, Optional, Protocol, Sequence
 
 import numpy as np
 import simpy
 
 from sim.config import FaultConfig
 from sim.engine.actions import ClusterActions
-from sim.engine.result import FaultEvent
+from sim.engine.sections import result_section
 from sim.instance.request import Request
 
 ABORT_INSTANCE_FAILED = "instance_failed"
+
+
+class FaultEvent(NamedTuple):
+    time: float
+    event: str
+    detail: str | int
 
 
 class FaultInjector:
@@ -111,3 +117,15 @@ class FaultInjector:
             yield env.timeout(fault.restart_after)
             new_id = self.actions.add_instance(self.actions.pool_of(fault.instance))
             self.log.append(FaultEvent(env.now, "instance_restarted", new_id))
+
+
+class _Injected(Protocol):
+    faults: FaultInjector
+
+
+def _fault_log(run: _Injected) -> Optional[list[FaultEvent]]:
+    return run.faults.log or None
+
+
+# what broke and came back, when (None: nothing did)
+FAULT_LOG = result_section("fault_log", _fault_log)

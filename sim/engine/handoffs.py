@@ -23,14 +23,16 @@ pools never meet any of it.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Callable, Mapping, Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Optional, Protocol
 
 from sim.cluster.handoff import SWAPS, Handoff, HandoffRule, HeldRequest
 from sim.cluster.view import ClusterView
 from sim.config.schema import PdConfig
 from sim.engine.instances import InstanceRuntime
 from sim.engine.migrations import MigrationLauncher
+from sim.engine.sections import result_section
+from sim.engine.setup import InstancePool
 from sim.instance.endpoint import MigrationEndpoint
 from sim.instance.former_io import Role
 from sim.instance.kv_transfer import Link
@@ -209,3 +211,39 @@ class Handoffs:
         if link is None:
             link = self.links[instance_id] = Link(self.launcher.env)
         return link
+
+
+# ---------------------------------------------------------------------- in the run's result
+# what disaggregation leaves in a run's result: each pool's role, the bytes of a KV block a
+# hand-off copies, how long each instance's link carried copies, and the requests adaptive PD
+# served in the other role's place (the hand-offs themselves are migration records)
+@dataclass(frozen=True)
+class PdResult:
+    pool_roles: dict[str, str]  # every pool's role: prefill, decode or mixed
+    pool_block_bytes: dict[str, int]  # bytes of one KV block of the pool's instances (pools that migrate)
+    link_busy_seconds: dict[int, float]  # each instance's hand-off link, by instance id
+    role_swaps: dict[str, int]  # adaptive PD: work done in the other role's place, by kind
+
+
+class _Run(Protocol):
+    pools: dict[str, InstancePool]
+    handoffs: Optional[Handoffs]  # None without pool roles
+
+
+def _collect(run: _Run) -> Optional[PdResult]:
+    roles: dict[str, str] = {name: pool.config.role for name, pool in run.pools.items()}
+    if set(roles.values()) <= {"mixed"}:
+        return None
+    handoffs = run.handoffs
+    return PdResult(
+        pool_roles=roles,
+        pool_block_bytes={
+            name: getattr(pool.transfer, "block_bytes", 0) for name, pool in run.pools.items() if pool.transfer is not None
+        },
+        link_busy_seconds={} if handoffs is None else {i: link.busy_seconds for i, link in handoffs.links.items()},
+        role_swaps={} if handoffs is None else dict(handoffs.swaps),
+    )
+
+
+# None: no pool has a role other than mixed
+PD = result_section("pd", _collect)

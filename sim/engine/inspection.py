@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Optional, Protocol
 import simpy
 
 from sim.config import SimulationConfig
+from sim.engine import prefix_result, stall_result  # noqa: F401  (their sections: their state lives below the engine)
 from sim.engine.faults import FaultInjector
 from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.kernel import Kernel
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.scaling import Scaler
+from sim.engine.sections import collect_sections
 from sim.engine.setup import InstancePool
-from sim.instance.prefix_cache import PrefixCachingLedger
 from sim.instance.request import Request
 
 if TYPE_CHECKING:
@@ -116,25 +117,10 @@ def result(run: "Simulation", wall_seconds: float, interrupted: bool) -> Simulat
         interrupted=interrupted,
         not_arrived=len(run.workload) - len(run.requests),
         batches=run.steps.batches,
-        migrations=run.migrations.records,
         batch_log=run.steps.batch_log,
-        scaling_log=run.scaler.log if run.scaler is not None else [],
-        fault_log=run.faults.log,
         leaked_blocks=sum(r.llumlet.leaked_blocks(live_keys) for r in run.instances.values()),
         idle_stretches=watch.stretches if watch is not None else 0,
         stale_idle_seconds=watch.stale_idle_seconds if watch is not None else 0.0,
         instance_busy_seconds={i: runtime.busy_seconds for i, runtime in run.instances.items()},
-        decode_stall_seconds=sum(runtime.llumlet.batches.decode_stall for runtime in run.instances.values()),
-        pool_roles={name: pool.config.role for name, pool in run.pools.items()},
-        pool_block_bytes={
-            name: getattr(pool.transfer, "block_bytes", 0) for name, pool in run.pools.items() if pool.transfer is not None
-        },
-        role_swaps={} if run.handoffs is None else dict(run.handoffs.swaps),
-        link_busy_seconds={} if run.handoffs is None else {i: link.busy_seconds for i, link in run.handoffs.links.items()},
-        prefix_cache={
-            i: runtime.llumlet.ledger.counters()
-            for i, runtime in run.instances.items()
-            if isinstance(runtime.llumlet.ledger, PrefixCachingLedger)
-        },
-        sharing=run.workload.sharing,
+        sections=collect_sections(run),
     )

@@ -12,7 +12,7 @@ destination's batch former reports (``prefilled``, ``joined``): the former only 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Protocol
 
 import simpy
 
@@ -22,6 +22,7 @@ from sim.instance.kv_transfer import TransferModel
 from sim.instance.migration import BALANCE, MigrationOutcome, MigrationRecord, migrate
 from sim.instance.request import Request, RequestState
 from sim.instance.transfer_plan import TransferPlan
+from sim.engine.sections import result_section
 
 
 class MigrationLauncher:
@@ -146,3 +147,17 @@ class MigrationLauncher:
             for record in self.records
             if record.outcome is MigrationOutcome.IN_FLIGHT
         }
+
+
+class _Run(Protocol):
+    migrations: MigrationLauncher
+
+
+def _records(run: _Run) -> list[MigrationRecord]:
+    return run.migrations.records
+
+
+# the run's migration log in its result: every migration's record — the scheduler's balance
+# migrations, hand-offs and adaptive PD's moves alike (``MigrationRecord.kind``) — in start
+# order, in flight or ended; every run has one, empty when nothing migrated
+MIGRATIONS = result_section("migrations", _records)

@@ -1,5 +1,6 @@
-"""What a run produced: requests, load samples, logs. ``sim.metrics`` turns it into tables,
-summaries and plots; every log row is a named tuple, never a positional one."""
+"""What a run produced: requests, load samples, logs, and each feature's own section
+(``sim.engine.sections``). ``sim.metrics`` turns it into tables, summaries and plots; every
+log row is a named tuple, never a positional one."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import numpy as np
 
 from sim.config import SimulationConfig
 from sim.instance.load import LoadReport
-from sim.instance.migration import MigrationRecord
 from sim.instance.request import Request
-from sim.workload.sessions import Sharing
 
 
 class LoadSample(NamedTuple):
@@ -32,18 +31,6 @@ class BatchRecord(NamedTuple):
     size: int
 
 
-class ScalingEvent(NamedTuple):
-    time: float
-    action: str  # scale_out (decided), ready, scale_in (drain starts), removed
-    instance: int  # -1 for a scale-out decision (the instance has no id yet)
-
-
-class FaultEvent(NamedTuple):
-    time: float
-    event: str
-    detail: str | int
-
-
 @dataclass
 class SimulationResult:
     config: SimulationConfig
@@ -57,10 +44,7 @@ class SimulationResult:
     workload_description: str
     interrupted: bool = False
     batches: int = 0
-    migrations: list[MigrationRecord] = field(default_factory=list)
     batch_log: list[BatchRecord] = field(default_factory=list)
-    scaling_log: list[ScalingEvent] = field(default_factory=list)
-    fault_log: list[FaultEvent] = field(default_factory=list)
     not_arrived: int = 0  # requests of the workload that had not arrived when the run stopped
     leaked_blocks: int = 0  # allocated or reserved blocks left on any instance at the end (removed ones too)
     # INV-4 idle-view (sim.engine.idle_watch): idle stretches checked, and the instance-seconds
@@ -70,15 +54,6 @@ class SimulationResult:
     # each request's urgency on the SLO contract's span, by request id (None: no contract)
     urgency: Optional[np.ndarray] = None
     instance_busy_seconds: dict[int, float] = field(default_factory=dict)  # iterations run
-    decode_stall_seconds: float = 0.0  # request-seconds decodes waited behind prefill steps
-    # prefill/decode disaggregation: each pool's role and the bytes of one KV block of its
-    # instances (what a hand-off copies), and the requests adaptive PD served in the other
-    # role's place (sim.engine.handoffs)
-    pool_roles: dict[str, str] = field(default_factory=dict)
-    pool_block_bytes: dict[str, int] = field(default_factory=dict)
-    link_busy_seconds: dict[int, float] = field(default_factory=dict)  # each instance's hand-off link
-    role_swaps: dict[str, int] = field(default_factory=dict)
-    # prefix caching: each caching instance's counters (sim.instance.prefix_cache), and the
-    # workload's conversations and system prompts (None: requests share nothing)
-    prefix_cache: dict[int, dict] = field(default_factory=dict)
-    sharing: Optional[Sharing] = None
+    # each feature's raw result by section name, only for the features the run has
+    # (sim.engine.sections: read through the feature's ResultSection)
+    sections: dict[str, object] = field(default_factory=dict)

@@ -7,14 +7,20 @@ changes the cluster only through ``ClusterActions``.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, NamedTuple, Optional, Protocol
 
 import simpy
 
 from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScaleOutPool, ScalingRule
 from sim.engine.actions import ClusterActions
-from sim.engine.result import ScalingEvent
+from sim.engine.sections import result_section
 from sim.instance.load import LoadReport
+
+
+class ScalingEvent(NamedTuple):
+    time: float
+    action: str  # scale_out (decided), ready, scale_in (drain starts), removed
+    instance: int  # -1 for a scale-out decision (the instance has no id yet)
 
 
 class Scaler:
@@ -64,3 +70,15 @@ class Scaler:
         self.starting -= 1
         instance_id = self.actions.add_instance(pool, billed_from=decided_at)
         self.log.append(ScalingEvent(self.env.now, "ready", instance_id))
+
+
+class _Scaled(Protocol):
+    scaler: Optional[Scaler]  # None without auto-scaling
+
+
+def _scaling_log(run: _Scaled) -> Optional[list[ScalingEvent]]:
+    return None if run.scaler is None else run.scaler.log
+
+
+# the auto-scaler's decisions and their outcomes, when (None: no auto-scaling)
+SCALING_LOG = result_section("scaling_log", _scaling_log)

@@ -9,8 +9,9 @@ capacity``. This ledger shares no block, so a reference count per block would al
 and is not kept on the hot path; a ledger that shares blocks (the prefix cache,
 ``sim.instance.prefix_cache``) keeps one, and the same check, counting references, is its
 invariant too. What a sharing ledger adds is asked of every ledger, answered here for one
-that caches nothing: ``allocate`` returns the prompt tokens found cached (none), and
-``lacking`` the blocks of a transfer the destination must receive (all of them).
+that caches nothing: ``allocate`` returns the prompt tokens found cached (none),
+``lacking`` the blocks of a transfer the destination must receive (all of them), and
+``counters`` what the cache did over the run (None: no cache).
 
 Only the ledger changes block counts: allocation at admission, growth token by token (one
 block every ``block_size`` tokens), release, reservation, commit and abort all go through it,
@@ -69,6 +70,11 @@ class BlockLedger:
     def cached_tokens(self, request: Request) -> int:
         """Of ``request``'s tokens, how many its prefill here would find cached now (none)."""
         return 0
+
+    def counters(self) -> Optional[dict[str, object]]:
+        """What a cache did on this instance over the run, for the run's result (None: this
+        ledger caches nothing)."""
+        return None
 
     def allocate(self, request: Request, blocks: int) -> int:
         """``blocks`` more blocks into ``request``'s table (its prefill's, at admission, or

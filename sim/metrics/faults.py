@@ -1,4 +1,5 @@
-"""What faults cost: requests lost or retried, latency during the fault, time to recover.
+"""What faults cost: requests lost or retried, latency during the fault, time to recover
+(the summary's ``faults`` section and its lines).
 
 Recovery is measured the same way for every fault kind, against the pre-fault window: the
 baseline is the P99 prefill latency of requests that arrived in the ``RECOVERY_WINDOW_S``
@@ -18,6 +19,9 @@ import numpy as np
 import pandas as pd
 
 from sim.config import FaultConfig
+from sim.engine.result import SimulationResult
+from sim.metrics.sections import SUMMARY_SECTIONS, SummarySection, Tables
+from sim.metrics.text import fmt
 
 RECOVERY_WINDOW_S = 30.0
 RECOVERY_TOLERANCE = 0.20
@@ -91,3 +95,28 @@ def fault_summary(
         "leaked_blocks": int(leaked_blocks),
         "faults": per_fault,
     }
+
+
+def _section(result: SimulationResult, tables: Tables) -> Optional[dict[str, Any]]:
+    faults = result.config.faults
+    return fault_summary(tables.requests, faults, result.end_time, result.leaked_blocks) if faults else None
+
+
+def _lines(faults: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """The run's losses, then each fault's window, latency and recovery."""
+    lines = [
+        f"faults: {faults['lost_requests']} requests lost, {faults['retried_requests']} retried, "
+        f"{faults['leaked_blocks']} blocks leaked"
+    ]
+    for fault in faults["faults"]:
+        start, end = fault["window"]
+        recovery = fault["recovery_seconds"]
+        lines.append(
+            f"  {fault['kind']} [{start:.0f}, {end:.0f}] s: P99 prefill "
+            f"{fmt(fault['p99_prefill_before'])} before, {fmt(fault['p99_prefill_during'])} during; "
+            + ("not recovered by the end of the run" if recovery is None else f"recovered {recovery:.0f} s after")
+        )
+    return lines
+
+
+SUMMARY_SECTIONS.add(SummarySection("faults", after="scaling", summarize=_section, report_lines=_lines))

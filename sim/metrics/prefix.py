@@ -1,5 +1,5 @@
-"""Prefix caching and conversations in the summary: what the caches found, and what the first
-token cost by turn.
+"""Prefix caching and conversations in the summary (its ``prefix_cache`` and ``sessions``
+sections and their lines): what the caches found, and what the first token cost by turn.
 
 Hit rates are the ledgers' (``sim.instance.prefix_cache``): prompt tokens (blocks) found
 cached over prompt tokens (full prompt blocks) looked up at admission, recompute prefills
@@ -16,8 +16,11 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from sim.engine.prefix_result import PREFIX_CACHE, SHARING
 from sim.engine.result import SimulationResult
 from sim.metrics.distribution import describe
+from sim.metrics.sections import SUMMARY_SECTIONS, SummarySection
+from sim.metrics.text import fmt
 
 TURN_GROUPS = (1, 2, 3, 4, 5)  # turns reported one by one; later ones together as "6+"
 
@@ -29,8 +32,8 @@ def _rate(found: float, looked_up: float) -> float:
 def prefix_cache_summary(result: SimulationResult) -> Optional[dict[str, Any]]:
     """The caches' hits, evictions and transfers, in all, per instance and per tier (None:
     no instance caches)."""
-    counters = result.prefix_cache
-    if not counters:
+    counters = PREFIX_CACHE.of(result)
+    if counters is None:
         return None
 
     def total(key: str) -> int:
@@ -68,7 +71,7 @@ def prefix_cache_summary(result: SimulationResult) -> Optional[dict[str, Any]]:
 def sessions_summary(result: SimulationResult, requests: pd.DataFrame) -> Optional[dict[str, Any]]:
     """Conversations: how many, and the first token's latency by turn over finished requests
     (None: the workload has no conversations)."""
-    sharing = result.sharing
+    sharing = SHARING.of(result)
     if sharing is None or not (sharing.conversation >= 0).any():
         return None
     turn = sharing.turn[requests["id"].to_numpy(dtype=int)] if len(requests) else np.zeros(0, dtype=int)
@@ -84,3 +87,37 @@ def sessions_summary(result: SimulationResult, requests: pd.DataFrame) -> Option
         "turns": int((sharing.conversation >= 0).sum()),
         "ttft_by_turn": by_turn,
     }
+
+
+def _cache_lines(cache: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """Prompt tokens and blocks found cached, evictions, transfers; by tier when there are several."""
+    tokens, blocks, transfer = cache["tokens"], cache["blocks"], cache["transfer"]
+    tiers = cache["by_tier"]
+    per_tier = (
+        "; by tier " + ", ".join(f"{tier} {row['token_hit_rate'] * 100:.1f}%" for tier, row in tiers.items())
+        if len(tiers) > 1
+        else ""
+    )
+    return [
+        f"prefix cache: {tokens['hit_rate'] * 100:.1f}% of prompt tokens hit ({tokens['hit']:,} of "
+        f"{tokens['looked_up']:,}: prefill tokens saved), {blocks['hit_rate'] * 100:.1f}% of full blocks; "
+        f"{cache['evictions']:,} evictions; transfers found {transfer['not_copied']:,} of "
+        f"{transfer['blocks']:,} blocks cached" + per_tier
+    ]
+
+
+def _sessions_lines(sessions: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """Conversations, turns, and the first token's latency by turn."""
+    turns = ", ".join(
+        f"{turn}: {fmt(row['mean'])} (p99 {fmt(row['p99'])})" for turn, row in sessions["ttft_by_turn"].items()
+    )
+    return [f"conversations: {sessions['conversations']} ({sessions['turns']} turns); TTFT by turn {turns}"]
+
+
+SUMMARY_SECTIONS.add(SummarySection(
+    "prefix_cache", after="pd", summarize=lambda result, tables: prefix_cache_summary(result), report_lines=_cache_lines
+))
+SUMMARY_SECTIONS.add(SummarySection(
+    "sessions", after="prefix_cache", summarize=lambda result, tables: sessions_summary(result, tables.requests),
+    report_lines=_sessions_lines,
+))

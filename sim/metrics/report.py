@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +11,10 @@ from sim.config import to_dict
 from sim.engine.result import SimulationResult
 from sim.files import strict_json
 from sim.metrics.run_folder import RunFolder
+from sim.metrics.sections import report_lines
 from sim.metrics.summary import summarize
 from sim.metrics.tables import cluster_table, instance_table, migration_table, request_table
+from sim.metrics.text import fmt
 from sim.metrics.trace import write_timeline
 
 
@@ -76,16 +77,6 @@ def _write_files(result: SimulationResult, out_dir: Path, plots: bool) -> dict[s
     return summary
 
 
-def _fmt(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    if abs(value) >= 1:
-        return f"{value:.2f}"
-    return f"{value * 1000:.1f}ms"
-
-
 def _speed_line(simulation: dict[str, Any]) -> str:
     """How fast the run went, and on which engine (runs stored before it was recorded ran
     pure Python)."""
@@ -115,7 +106,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     for metric, stats in summary["latency"].items():
         lines.append(
             f"{metric:<28}"
-            + "".join(f"{_fmt(stats[k]):>10}" for k in ("mean", "p50", "p90", "p99"))
+            + "".join(f"{fmt(stats[k]):>10}" for k in ("mean", "p50", "p90", "p99"))
         )
     by_tier = summary["latency_by_tier"]
     if len(by_tier) > 1:
@@ -123,15 +114,15 @@ def format_summary(summary: dict[str, Any]) -> str:
         for tier, stats in by_tier.items():
             pre, dec = stats["prefill_latency"], stats["decode_latency_per_token"]
             lines.append(
-                f"{tier:<6}{pre['count']:>7}{_fmt(pre['mean']):>14}{_fmt(pre['p99']):>13}"
-                f"{_fmt(dec['mean']):>13}{_fmt(dec['p99']):>12}"
+                f"{tier:<6}{pre['count']:>7}{fmt(pre['mean']):>14}{fmt(pre['p99']):>13}"
+                f"{fmt(dec['mean']):>13}{fmt(dec['p99']):>12}"
             )
     slo = summary.get("slo")  # runs stored before SLOs existed have none
     if slo:
         lines += ["", f"{'SLO tier':<10}{'TTFT<=':>9}{'TPOT<=':>9}{'met TTFT':>10}{'met TPOT':>10}{'both':>8}{'goodput':>10}"]
         for tier, row in [*slo["by_tier"].items(), ("all", slo["overall"])]:
             targets = (
-                f"{_fmt(row['ttft_target']):>9}{_fmt(row['tpot_target']):>9}" if "ttft_target" in row else " " * 18
+                f"{fmt(row['ttft_target']):>9}{fmt(row['tpot_target']):>9}" if "ttft_target" in row else " " * 18
             )
             lines.append(
                 f"{tier:<10}{targets}{row['ttft_attainment'] * 100:>9.1f}%{row['tpot_attainment'] * 100:>9.1f}%"
@@ -156,109 +147,10 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"scheduler view: {view['stale_idle_instance_seconds']:.1f} instance-s idle while it showed "
             f"the instance busy ({view['idle_stretches']} idle stretches checked)"
         )
-    migration = summary["migration"]
-    if migration["total"]:
-        aborts = _counts(migration["abort_reasons"])
-        downtime, churn = migration["downtime"], migration["churn"]
-        lines.append(
-            f"migrations: {migration['committed']} committed, {migration['aborted']} aborted"
-            + (f" ({aborts})" if aborts else "")
-            + f"; downtime mean {_fmt(downtime['mean'])} p99 {_fmt(downtime['p99'])}; "
-            f"{churn['requests_migrated_3_or_more']} requests moved 3+ times, "
-            f"{churn['reversals']} reversals; instances migrating "
-            f"{migration['migrating_fraction']['mean'] * 100:.1f}% of the time"
-        )
-    lines += _pd_lines(summary.get("pd"))  # runs stored before it was recorded have none
-    lines += _prefix_lines(summary.get("prefix_cache"), summary.get("sessions"))
-    scaling = summary["scaling"]
-    if scaling["enabled"]:
-        actions = scaling["actions"]
-        lines.append(
-            f"auto-scaling: {actions.get('scale_out', 0)} scale-outs, {actions.get('scale_in', 0)} "
-            f"scale-ins; instances between {scaling['min_instances']} and {scaling['max_instances']}, "
-            f"average {summary['cost']['average_instances']:.2f}; "
-            f"P99 prefill {_fmt(summary['latency']['prefill_latency']['p99'])}"
-        )
-    faults = summary["faults"]
-    if faults:
-        lines.append(
-            f"faults: {faults['lost_requests']} requests lost, {faults['retried_requests']} retried, "
-            f"{faults['leaked_blocks']} blocks leaked"
-        )
-        for fault in faults["faults"]:
-            start, end = fault["window"]
-            recovery = fault["recovery_seconds"]
-            lines.append(
-                f"  {fault['kind']} [{start:.0f}, {end:.0f}] s: P99 prefill "
-                f"{_fmt(fault['p99_prefill_before'])} before, {_fmt(fault['p99_prefill_during'])} during; "
-                + ("not recovered by the end of the run" if recovery is None else f"recovered {recovery:.0f} s after")
-            )
+    lines += report_lines(summary)
     if summary["interrupted"]:
         lines.append(
             "INTERRUPTED: partial results (requests still in flight are 'unfinished'; "
             "those not yet arrived are counted as never arrived)"
         )
     return "\n".join(lines)
-
-
-def _pd_lines(pd_section: dict | None) -> list[str]:
-    """Prefill/decode disaggregation: hand-offs, then each role's instances."""
-    if not pd_section:
-        return []
-    handoffs = pd_section["handoffs"]
-    others = {k: n for k, n in handoffs["abort_reasons"].items() if k != "destination_out_of_memory"}
-    lines = [
-        f"hand-offs: {handoffs['committed']} committed, {handoffs['refused']} refused by a full decode "
-        f"instance" + (f", {sum(others.values())} aborted otherwise ({_counts(others)})" if others else "")
-        + f"; copy mean {_fmt(handoffs['seconds']['mean'])} p99 {_fmt(handoffs['seconds']['p99'])}; "
-        f"first token to decode instance mean {_fmt(handoffs['first_token_to_commit']['mean'])} "
-        f"p99 {_fmt(handoffs['first_token_to_commit']['p99'])}; {handoffs['gigabytes']:.1f} GB; "
-        f"{handoffs['mean_in_flight']:.2f} in flight on average; "
-        f"prefill instances' links busy {handoffs['link_utilisation'] * 100:.1f}%"
-    ]
-    roles = "; ".join(
-        f"{role} {row['instances']} instances, GPU busy {row['busy_fraction'] * 100:.0f}%, "
-        f"KV in use {row['kv_in_use'] * 100:.0f}%"
-        for role, row in pd_section["roles"].items()
-    )
-    lines.append(f"roles: {roles}")
-    swaps = pd_section["role_swaps"]
-    if any(swaps.values()):
-        lines.append(
-            f"adaptive PD: {swaps['prefilled_on_decode']} requests served by a decode instance "
-            f"(every prefill instance busy), {swaps['decoded_on_prefill']} decoded on their prefill instance, "
-            f"{swaps.get('aggregated_on_prefill', 0)} moves packing decodes onto fewer prefill instances, "
-            f"{swaps.get('eased_to_prefill', 0)} from busy decode instances to idle prefill instances"
-        )
-    return lines
-
-
-def _prefix_lines(cache: dict | None, sessions: dict | None) -> list[str]:
-    """Prefix caching's hits and conversations' first tokens by turn."""
-    lines = []
-    if cache:
-        tokens, blocks, transfer = cache["tokens"], cache["blocks"], cache["transfer"]
-        tiers = cache["by_tier"]
-        per_tier = (
-            "; by tier " + ", ".join(f"{tier} {row['token_hit_rate'] * 100:.1f}%" for tier, row in tiers.items())
-            if len(tiers) > 1
-            else ""
-        )
-        lines.append(
-            f"prefix cache: {tokens['hit_rate'] * 100:.1f}% of prompt tokens hit ({tokens['hit']:,} of "
-            f"{tokens['looked_up']:,}: prefill tokens saved), {blocks['hit_rate'] * 100:.1f}% of full blocks; "
-            f"{cache['evictions']:,} evictions; transfers found {transfer['not_copied']:,} of "
-            f"{transfer['blocks']:,} blocks cached" + per_tier
-        )
-    if sessions:
-        turns = ", ".join(
-            f"{turn}: {_fmt(row['mean'])} (p99 {_fmt(row['p99'])})" for turn, row in sessions["ttft_by_turn"].items()
-        )
-        lines.append(
-            f"conversations: {sessions['conversations']} ({sessions['turns']} turns); TTFT by turn {turns}"
-        )
-    return lines
-
-
-def _counts(counts: dict) -> str:
-    return ", ".join(f"{reason} {n}" for reason, n in counts.items())

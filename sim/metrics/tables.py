@@ -9,6 +9,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pandas as pd
 
+from sim.engine.migrations import MIGRATIONS
+from sim.engine.prefix_result import PREFIX_CACHE, SHARING
 from sim.engine.result import LoadSample, SimulationResult
 from sim.instance.load import freeness_full, freeness_normal
 from sim.instance.migration import MigrationRecord
@@ -175,10 +177,11 @@ def request_table(result: SimulationResult) -> pd.DataFrame:
     ids = frame["id"].to_numpy(dtype=int)
     if result.urgency is not None:  # an SLO contract: where each request's targets lie on its span
         frame["urgency"] = result.urgency[ids] if len(frame) else []
-    if result.sharing is not None:  # conversations and system prompts
-        frame["conversation"] = result.sharing.conversation[ids]
-        frame["turn"] = result.sharing.turn[ids]
-    if result.prefix_cache:  # prompt tokens its prefills found cached
+    sharing = SHARING.of(result)
+    if sharing is not None:  # conversations and system prompts
+        frame["conversation"] = sharing.conversation[ids]
+        frame["turn"] = sharing.turn[ids]
+    if PREFIX_CACHE.of(result) is not None:  # prompt tokens its prefills found cached
         frame["cached_tokens"] = [r.cached_tokens for r in ordered]
     return frame
 
@@ -206,5 +209,5 @@ def migration_table(result: SimulationResult) -> pd.DataFrame:
     """The migration log, one row per migration in start order, with the request's tier
     so churn and downtime can be read per tier without a join."""
     tiers = {request.id: request.tier for request in result.requests}
-    rows = [migration_row(record, tiers.get(record.request_id, -1)) for record in result.migrations]
+    rows = [migration_row(record, tiers.get(record.request_id, -1)) for record in MIGRATIONS.of(result) or ()]
     return _frame(rows, MigrationRow)

@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Iterator
 
+from sim.engine.migrations import MIGRATIONS
 from sim.engine.result import SimulationResult
 from sim.instance.migration import HANDOFF, MigrationRecord
 
@@ -54,9 +55,10 @@ def write_timeline(result: SimulationResult, path: Path) -> Path:
 
 
 def _events(result: SimulationResult) -> Iterator[str]:
-    threads = _migration_threads(result.migrations, result.end_time)
+    migrations = MIGRATIONS.of(result) or []
+    threads = _migration_threads(migrations, result.end_time)
     last_thread: dict[int, int] = {}
-    for record in result.migrations:
+    for record in migrations:
         for instance, tid in zip((record.source, record.destination), threads[record.id]):
             last_thread[instance] = max(last_thread.get(instance, MIGRATION_THREAD), tid)
     for instance in sorted(result.instance_lifetimes):
@@ -70,7 +72,7 @@ def _events(result: SimulationResult) -> Iterator[str]:
             f'"dur":{end - ts},"name":"{"prefill" if is_prefill else "decode"}",'
             f'"args":{{"size":{size}}}}}'
         )
-    for record in result.migrations:
+    for record in migrations:
         yield from _migration_events(record, threads[record.id], result.end_time)
 
 
