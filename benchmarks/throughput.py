@@ -16,7 +16,9 @@
     lengths resampled with replacement.
 (d) the quickstart (``experiments/configs/quickstart.yaml``) and (f) the conversations with
     the prefix cache (``experiments/configs/sessions.yaml``: its ledger is written in Python,
-    a subclass of the compiled one): simulated seconds per wall second and time per batch.
+    a subclass of the compiled one): simulated seconds per wall second and time per batch;
+    (g) the quickstart on the vLLM V1 engine (``cluster.engine: vllm-v1``: its batch former is
+    written in Python, a subclass of the compiled one), beside (d).
 
 llumsim runs on whichever engine is installed (printed first): pure Python, or the compiled
 one (``llumsim native build``; ``LLUMSIM_PURE=1`` measures pure Python beside a build);
@@ -369,6 +371,10 @@ def main() -> int:
         realtime = median_run([run_ours(quick) for _ in range(args.repeats)])
         # (f) conversations closed-loop with the prefix cache
         sessions = median_run([run_ours(shipped_config(SESSIONS)) for _ in range(args.repeats)])
+        # (g) the quickstart on vLLM V1's engine
+        v1 = shipped_config()
+        v1["cluster"] = {**v1["cluster"], "engine": "vllm-v1"}
+        realtime_v1 = median_run([run_ours(v1) for _ in range(args.repeats)])
 
         # (e) a lightly loaded cluster over longer and longer runs
         idle = [] if args.no_idle else idle_curve()
@@ -398,6 +404,11 @@ def main() -> int:
             f"  quickstart: {realtime['simulated_s']:.0f} simulated s in {realtime['loop_s']:.2f} s "
             f"of event loop = {realtime['simulated_s'] / realtime['loop_s']:.0f}x real time (target >= 1000x)"
         )
+        for engine, run in (("vllm-0.1.2", realtime), ("vllm-v1", realtime_v1)):
+            print(
+                f"  quickstart on the {engine} engine: {run['loop_s'] / run['batches'] * 1e6:.1f} us per batch "
+                f"({run['batches']:,} batches, {run['simulated_s'] / run['loop_s']:.0f}x real time)"
+            )
         print(
             f"  sessions (prefix cache, conversations): {sessions['simulated_s']:.0f} simulated s in "
             f"{sessions['loop_s']:.2f} s of event loop = {sessions['simulated_s'] / sessions['loop_s']:.0f}x real "

@@ -56,6 +56,8 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     # README.md
     QUICKSTART: Runs("llumsim run experiments/configs/quickstart.yaml --set output.dir={tmp}"),  # output compared
     "python3.11 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest": CI,
+    "llumsim run experiments/configs/quickstart.yaml --set cluster.engine=vllm-v1":
+        Runs(f"llumsim run experiments/configs/quickstart.yaml --set cluster.engine=vllm-v1 {SMOKE_RUN}"),
     "llumsim run experiments/configs/quickstart.yaml --set workload.arrival.rate=8 --set scheduler.name=infaas++":
         Runs(f"llumsim run experiments/configs/quickstart.yaml --set workload.arrival.rate=8 --set scheduler.name=infaas++ {SMOKE_RUN}"),
     "llumsim run experiments/configs/paper/fig11_ll.yaml --set workload.arrival.rate=3.0 --set scheduler.name=infaas++":

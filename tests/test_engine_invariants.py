@@ -133,6 +133,8 @@ def scenarios(draw):
         # conversations (a later turn arrives a think time after the one before it ends)
         # and system prompts
         "caching": draw(st.booleans()),
+        # the serving engine of each pool: the artifact's vLLM 0.1.2, or vLLM V1's chunked prefills
+        "engines": draw(st.tuples(*[st.sampled_from(["vllm-0.1.2", "vllm-v1"])] * 2)),
         "conversation": draw(st.lists(st.integers(-1, 3), min_size=n, max_size=n)),
         "think": draw(st.lists(st.floats(0.0, 2.0), min_size=n, max_size=n)),
         "system": (draw(st.sampled_from([0, 16, 40])), draw(st.integers(1, 3))),
@@ -172,6 +174,7 @@ def build(s) -> Simulation:
         "max_batch_size": s["max_batch_size"],
         "max_batched_tokens": s["max_batched_tokens"],
         "watermark_fraction": s["watermark"],
+        "engine": s["engines"][0],
     }
     timers = {"slow": LinearTimer(capacity_blocks=s["capacity"])}
     second_pool = s["second_pool"] or ((1, s["capacity"]) if s["pd"] else None)  # PD needs two
@@ -179,7 +182,7 @@ def build(s) -> Simulation:
         instances = {"cluster": cluster}
     else:
         count, blocks = second_pool
-        fast = {**cluster, "instances": count, "kv_capacity_blocks": blocks}
+        fast = {**cluster, "instances": count, "kv_capacity_blocks": blocks, "engine": s["engines"][1]}
         instances = {"pools": [{"name": "slow", **cluster}, {"name": "fast", **fast}]}
         timers["fast"] = LinearTimer(capacity_blocks=blocks, **FAST)
     if s["pd"]:  # roles for the two pools; auto-scaling does not run with roles
@@ -282,6 +285,8 @@ def check_conserved(s) -> None:
         ("a transfer found blocks cached at its destination",
          any(c["transfer_hits"] for c in (PREFIX_CACHE.of(result) or {}).values())),
         ("a conversation's later turn arrived", any(f != OPEN for f in workload_follows(simulation))),
+        ("vLLM V1 pool chunked a prompt over steps", "vllm-v1" in s["engines"][: 1 if s["second_pool"] is None and not s["pd"] else 2]
+         and any(r.prompt_tokens > s["max_batched_tokens"] and r.first_token_time is not None for r in result.requests)),
         ("migration between pools committed", s["second_pool"] is not None and any(
             m.outcome == "committed" and simulation.pool_of(m.source) != simulation.pool_of(m.destination)
             for m in migrations)),

@@ -120,6 +120,7 @@ class ToyDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     gpu_hour_price: Optional[float] = 2.5
     profiles: str = VIDUR_MEASURED
     predictor: PredictorSetting = PredictorSetting("toy-measured", 3, 8, 5, 3)
+    deployed_engine: str = "vllm-v1"
 
     @staticmethod
     def get_type() -> ToySKUType:

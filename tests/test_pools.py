@@ -116,7 +116,7 @@ def test_a_pool_builds_its_llumlets_from_the_parts_it_names():
 @pytest.mark.parametrize("key, name", [("batch_former", "prefill-only"), ("ledger", "shared")])
 def test_a_part_no_one_registered_is_refused_naming_the_pools_key_and_the_known_ones(key, name):
     config = make_config(pools=[{"name": "a", "instances": 1}, {"name": "b", "instances": 1, key: name}])
-    known = "counting, vllm" if key == "batch_former" else "half, paged, prefix-caching"
+    known = "counting, vllm, vllm-v1" if key == "batch_former" else "half, paged, prefix-caching"
     with pytest.raises(ConfigError, match=rf"pools\[1\]\.{key}: unknown .* '{name}' \(known: {known}\)"):
         Simulation(config, workload=make_workload([0.0], [16], [2]), load_pool_model=lambda pool, key: LinearTimer())
 

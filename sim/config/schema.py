@@ -83,10 +83,17 @@ class ClusterConfig:
     # time ×0.9/×1.1 and KV ±5%)
     prefill_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
     kv_scale: float = field(default=1.0, metadata={OMIT_WHEN_DEFAULT: True})
+    # the serving engine the instances run (sim.instance.parts.ENGINES): vllm-0.1.2, the Llumnix
+    # artifact's (a step prefills or decodes; its host work, sim/hardware/overheads.py), or
+    # vllm-v1, vLLM V1 (one token budget a step, prompts chunked into batches with decodes,
+    # sim/instance/v1_batching.py; its host work without the detokenizer): it names the batch
+    # former, unless batch_former does, and the host work the overheads left at their defaults are
+    engine: str = field(default="vllm-0.1.2", metadata={OMIT_WHEN_DEFAULT: True})
     # the llumlet's replaceable parts, by registered name (sim.instance.parts): the batch
-    # former (vllm: vLLM 0.1.2's continuous batching) and the block ledger (paged: its blocks;
-    # prefix-caching: vLLM's automatic prefix caching, sim.instance.prefix_cache)
-    batch_former: str = field(default="vllm", metadata={OMIT_WHEN_DEFAULT: True})
+    # former ("": the engine's; vllm: vLLM 0.1.2's continuous batching, vllm-v1: V1's) and the
+    # block ledger (paged: its blocks; prefix-caching: vLLM's automatic prefix caching,
+    # sim.instance.prefix_cache)
+    batch_former: str = field(default="", metadata={OMIT_WHEN_DEFAULT: True})
     ledger: str = field(default="paged", metadata={OMIT_WHEN_DEFAULT: True})
 
     # batch limits above what the replica model is profiled for are refused by the engine

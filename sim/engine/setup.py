@@ -18,7 +18,7 @@ from sim.instance.batching import BatchFormer
 from sim.instance.blocks import BlockLedger
 from sim.instance.limits import NO_SEQUENCE_LIMIT, BatchTimer, LlumletLimits
 from sim.instance.kv_transfer import TransferModel
-from sim.instance.parts import BATCH_FORMERS, LEDGERS
+from sim.instance.parts import BATCH_FORMERS, ENGINES, LEDGERS
 from sim.instance.virtual_usage import tier_headroom_blocks
 
 if TYPE_CHECKING:
@@ -194,6 +194,7 @@ def replica_model_settings(pool: ClusterConfig) -> dict:
         "decode_scale": pool.decode_scale,
         "prefill_scale": pool.prefill_scale,
         "kv_scale": pool.kv_scale,
+        "engine": pool.engine,
     }
 
 
@@ -290,7 +291,13 @@ def build_pools(
     pools = {}
     for index, pool in enumerate(config.instance_pools()):
         key = pool_key(config, index)
-        former = BATCH_FORMERS.get(pool.batch_former, f"{key}.batch_former")  # before a model loads
+        engine_former = ENGINES.get(pool.engine, f"{key}.engine")
+        former = BATCH_FORMERS.get(pool.batch_former or engine_former, f"{key}.batch_former")  # before a model loads
+        if pool.engine == "vllm-v1" and pool.max_batched_tokens < pool.max_batch_size:
+            raise ConfigError(
+                f"{key}.max_batched_tokens: vLLM V1 decodes every running request in every step, so a "
+                f"step's {pool.max_batched_tokens} tokens must be at least max_batch_size ({pool.max_batch_size})"
+            )
         ledger = LEDGERS.get(pool.ledger, f"{key}.ledger")
         model = load_pool_model(pool, key)
         limits = pool_limits(pool, model, tiers, key)

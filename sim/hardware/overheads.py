@@ -176,6 +176,53 @@ def engine_overheads(reference: str) -> EngineOverheads:
     return EngineOverheads(_round(base), _round(per_request))
 
 
+# vLLM V1's step on one GPU (vLLM 0.10.1.1: ``vllm/v1/engine/core.py`` 276-295, the worker in
+# the engine-core process, ``vllm/executor/uniproc_executor.py`` 51-58) keeps on its critical
+# path the scheduler, the input preparation (``gpu_model_runner.py`` 1510-1522) and the sampler
+# with its GPU-to-host copy (1716-1733); detokenisation and stop strings run in the frontend
+# process (``vllm/v1/engine/output_processor.py`` 406-411) and there is no Ray hand-off. So its
+# host line is the line through those three of a reference's measured phases. They were
+# measured on an older vLLM (Vidur's profile), the closest measurement of these phases there
+# is; V1's ``update_from_output`` loop, which Vidur counts inside output processing together
+# with detokenisation, is left out: the line is a lower bound of V1's host work.
+V1_PHASES = ("schedule_ms", "prepare_inputs_e2e_ms", "sampler_e2e_ms")
+
+
+def v1_overheads(reference: str) -> EngineOverheads:
+    """vLLM V1's host line (``V1_PHASES``) through a device's ``cpu_overheads`` reference."""
+    kept = [PHASES.index(phase) for phase in V1_PHASES]
+    totals = {batch: sum(phases[i] for i in kept) for batch, phases in reference_rows(reference).items()}
+    base, per_request = _line(totals)
+    return EngineOverheads(_round(base), _round(per_request))
+
+
+@dataclass(frozen=True)
+class HostLine:
+    """A serving engine's host work per step, ms: per step, per batched request, per output
+    token the batched requests hold."""
+
+    base_ms: float
+    per_request_ms: float
+    per_output_token_ms: float
+
+
+def artifact_host_line(reference: str) -> HostLine:
+    """The Llumnix artifact's vLLM 0.1.2: every measured phase, its sampler loop, its detokenizer."""
+    line = engine_overheads(reference)
+    return HostLine(line.base_ms, line.per_request_ms, DETOKENIZE_PER_OUTPUT_TOKEN_MS)
+
+
+def v1_host_line(reference: str) -> HostLine:
+    """vLLM V1: the phases on its step's critical path (``V1_PHASES``), no detokenizer."""
+    line = v1_overheads(reference)
+    return HostLine(line.base_ms, line.vectorised_per_request_ms, 0.0)
+
+
+# each serving engine's host line, from a device's ``cpu_overheads`` reference (the pool's
+# ``engine``; its batch former is ``sim.instance.parts.ENGINES``')
+HOST_LINES = {"vllm-0.1.2": artifact_host_line, "vllm-v1": v1_host_line}
+
+
 VIDUR_A40_LLAMA2_7B_TP1_MS = reference_rows(A40_REFERENCE)
 _A40 = engine_overheads(A40_REFERENCE)
 BASE_MS = _A40.base_ms  # ms per iteration

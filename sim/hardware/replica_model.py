@@ -246,6 +246,7 @@ def load_replica_model(
     decode_scale: float = 1.0,
     prefill_scale: float = 1.0,
     kv_scale: float = 1.0,
+    engine: str = "vllm-0.1.2",
 ) -> ReplicaModel:
     """A ready replica model; the first call per profile version fits Vidur's predictor.
 
@@ -262,15 +263,19 @@ def load_replica_model(
     the calibration) and ``prefill_scale`` those with one; ``kv_scale`` multiplies the
     planned KV blocks (not an explicit ``kv_capacity_blocks``): the bands of model error a
     conclusion is checked against. None of them changes the prediction tables or their cache.
+    ``engine`` names the serving engine whose host work the overheads left at None are:
+    ``vllm-0.1.2`` (the artifact's) or ``vllm-v1`` (``overheads.V1_PHASES``, no detokenizer
+    on the step's critical path; ``overheads.HOST_LINES``).
     """
     layout = find_layout(model, device, tensor_parallel)
-    engine = overheads.engine_overheads(layout.device_sku.cpu_overheads)
+    _check(engine in overheads.HOST_LINES, f"unknown serving engine {engine!r} (known: {', '.join(overheads.HOST_LINES)})")
+    line = overheads.HOST_LINES[engine](layout.device_sku.cpu_overheads)
     if overhead_base is None:
-        overhead_base = engine.base_ms * 1e-3
+        overhead_base = line.base_ms * 1e-3
     if overhead_per_request is None:
-        overhead_per_request = engine.per_request_ms * 1e-3
+        overhead_per_request = line.per_request_ms * 1e-3
     if overhead_per_output_token is None:
-        overhead_per_output_token = overheads.DETOKENIZE_PER_OUTPUT_TOKEN_MS * 1e-3
+        overhead_per_output_token = line.per_output_token_ms * 1e-3
     _check(
         0 < max_batched_tokens <= settings.MAX_TOKENS,
         f"max_batched_tokens must be in 1..{settings.MAX_TOKENS} (the profiled range), "

@@ -83,6 +83,10 @@ class DeviceData:
     gpu_hour_price: Optional[float]
     profiles: str  # PERF_MODEL or VIDUR_MEASURED
     predictor: PredictorSetting  # Vidur's random-forest setting for these profiles
+    # the serving engine this GPU's deployments run in what llumsim models of it: the Llumnix
+    # artifact's vllm-0.1.2 on its A10 testbed, vLLM V1 on today's data-centre GPUs. A pool
+    # on another engine is told so once (``sim.metrics.summary.engine_note``)
+    deployed_engine: str
 
 
 @dataclass
@@ -149,6 +153,7 @@ class A10DeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     # No profile of vLLM's CPU phases on an A10 host exists; Vidur's A40 rows are the same
     # GA102 die and LLaMA-2-7B at TP1 (``overheads`` says which rows and why the means).
     cpu_overheads: str = "cpu_overheads_vidur_a40_llama2_7b_tp1.csv"
+    deployed_engine: str = "vllm-0.1.2"  # the Llumnix artifact's testbed
     # Lambda's On-Demand Cloud, "1x NVIDIA A10": $1.29 per GPU per hour (24 GB, 30 vCPUs,
     # 226 GiB RAM), https://lambda.ai/instances as read on 2026-09-20 — second hand: the
     # transcription in github.com/api-evangelist/lambda-labs plans/lambda-labs-plans-pricing.yml
@@ -233,6 +238,7 @@ class A100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 108
     visible_memory_bytes: int = VISIBLE_A100_80GB
     cpu_overheads: str = A100_CPU_OVERHEADS
+    deployed_engine: str = "vllm-v1"
     gpu_hour_price: Optional[float] = PRICE_A100_80GB
     profiles: str = VIDUR_OPERATORS
     predictor: PredictorSetting = exact_fit("a100-80gb-vidur-operators")
@@ -256,6 +262,7 @@ class H100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 132
     visible_memory_bytes: int = VISIBLE_H100_80GB
     cpu_overheads: str = A100_CPU_OVERHEADS
+    deployed_engine: str = "vllm-v1"
     gpu_hour_price: Optional[float] = PRICE_H100_80GB
     profiles: str = VIDUR_OPERATORS
     predictor: PredictorSetting = exact_fit("h100-80gb-vidur-operators")
@@ -279,6 +286,7 @@ class A100_40GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 108
     visible_memory_bytes: int = VISIBLE_A100_40GB
     cpu_overheads: str = A100_CPU_OVERHEADS
+    deployed_engine: str = "vllm-v1"
     gpu_hour_price: Optional[float] = PRICE_A100_40GB
     profiles: str = VIDUR_OPERATORS
     predictor: PredictorSetting = exact_fit("a100-40gb-vidur-operators")

@@ -88,11 +88,20 @@ def _speed_line(simulation: dict[str, Any]) -> str:
     )
 
 
+def _engines(summary: dict[str, Any]) -> str:
+    """The serving engine each pool ran (runs stored before engines were recorded ran the
+    artifact's): one name when every pool ran the same."""
+    engines = summary.get("engines") or {"cluster": "vllm-0.1.2"}
+    if len(set(engines.values())) == 1:
+        return f"engine={next(iter(engines.values()))}"
+    return "engines=" + ",".join(f"{pool}:{engine}" for pool, engine in engines.items())
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """A compact text table of the summary for the terminal."""
-    lines = [
-        f"{summary['name']}  scheduler={summary['scheduler']}  {summary['workload']}",
-    ]
+    lines = [f"{summary['name']}  scheduler={summary['scheduler']}  {_engines(summary)}  {summary['workload']}"]
+    if summary.get("engine_note"):  # runs stored before it was recorded have none
+        lines.append(f"note: {summary['engine_note']} (pools[*].engine sets it)")
     req = summary["requests"]
     lines.append(
         f"requests: {req['finished']} finished, {req['aborted']} aborted, "

@@ -6,13 +6,13 @@ feature's section (migration, PD, prefix cache, …) placed among them from its 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import pandas as pd
 
 import sim.metrics.features  # noqa: F401  (every feature's section registered)
 from sim import native
-from sim.config import config_hash, to_dict
+from sim.config import SimulationConfig, config_hash, to_dict
 from sim.engine.result import SimulationResult
 from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
@@ -27,6 +27,20 @@ LATENCY_METRICS = (
     "queueing_delay",
     "preemption_loss",
 )
+def engine_note(config: SimulationConfig) -> Optional[str]:
+    """The pools that run another serving engine than their GPU's deployments do in what
+    llumsim models of it (today's GPUs on the Llumnix artifact's 2023 engine, say): said once
+    in the run's printout, so that nobody reads such a run as today's vLLM (None: none)."""
+    from sim.hardware.catalog import find_layout
+
+    notes = []
+    for pool in config.instance_pools():
+        deployed = find_layout(pool.model, pool.device, pool.tensor_parallel).device_sku.deployed_engine
+        if pool.engine != deployed:
+            notes.append(f"pool {pool.name} runs {pool.device} on {pool.engine}; its deployments run {deployed}")
+    return "; ".join(notes) or None
+
+
 def latency_summary(requests: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Stats of each latency metric over finished requests."""
     finished = requests[requests["status"] == "finished"]
@@ -69,6 +83,8 @@ def summarize(
         "name": result.config.name,
         "config_hash": config_hash(result.config),
         "scheduler": result.config.scheduler.name,
+        "engines": {pool.name: pool.engine for pool in result.config.instance_pools()},
+        "engine_note": engine_note(result.config),
         "workload": result.workload_description,
         "interrupted": result.interrupted,
         "requests": {
