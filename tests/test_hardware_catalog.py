@@ -40,9 +40,9 @@ from sim.metrics.cost import cost_summary, describe_price
 
 
 def test_known_models():
-    assert known_models() == ["llama-7b", "llama-30b"]
+    assert known_models() == ["llama-7b", "llama-30b", "llama-3.1-8b", "llama-2-70b", "llama-3.1-70b"]
     assert known_models("a10") == ["llama-7b", "llama-30b"]
-    assert known_models("h100_80gb") == ["llama-7b"]
+    assert known_models("h100_80gb") == ["llama-7b", "llama-3.1-8b", "llama-2-70b", "llama-3.1-70b"]
 
 
 def test_enum_values_do_not_collide_with_vidurs():

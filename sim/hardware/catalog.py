@@ -98,6 +98,21 @@ LAYOUTS = (
     Layout("llama-7b", "huggyllama/llama-7b", "a100_80gb", "a100_80gb_1", 1),
     Layout("llama-7b", "huggyllama/llama-7b", "h100_80gb", "h100_80gb_1", 1),
     Layout("llama-7b", "huggyllama/llama-7b", "a100_40gb", "a100_40gb_1", 1),
+    Layout("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "a100_80gb", "a100_80gb_1", 1),
+    Layout("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "h100_80gb", "h100_80gb_1", 1),
+    # the 70B models on 2, 4 or 8 GPUs of one 8-GPU machine: a pool names its tensor_parallel
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "a100_80gb", "a100_80gb_8", 2),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "a100_80gb", "a100_80gb_8", 4),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "a100_80gb", "a100_80gb_8", 8),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "h100_80gb", "h100_80gb_8", 2),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "h100_80gb", "h100_80gb_8", 4),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "h100_80gb", "h100_80gb_8", 8),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "a100_80gb", "a100_80gb_8", 2),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "a100_80gb", "a100_80gb_8", 4),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "a100_80gb", "a100_80gb_8", 8),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "h100_80gb", "h100_80gb_8", 2),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "h100_80gb", "h100_80gb_8", 4),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "h100_80gb", "h100_80gb_8", 8),
 )
 DEFAULT_DEVICE = "a10"  # what load_replica_model uses when no device is named
 
