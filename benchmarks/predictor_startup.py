@@ -41,12 +41,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="warm starts per model")
     args = parser.parse_args()
     from sim.hardware import known_models
+    from sim.hardware.catalog import DEFAULT_DEVICE
 
     print(f"$ {' '.join([os.path.basename(sys.executable), *sys.argv])}")
     print(f"{os.cpu_count()} CPUs; fresh process per start; seconds from launch to first batch_time")
     print(f"{'model':<10} {'cold':>7} {'warm median':>12} {'warm max':>9}")
     with tempfile.TemporaryDirectory(prefix="llumsim-startup-") as cache_dir:
-        for model in known_models():
+        for model in known_models(DEFAULT_DEVICE):
             cold = start_seconds(model, cache_dir)
             warm = [start_seconds(model, cache_dir) for _ in range(args.repeats)]
             print(f"{model:<10} {cold:>7.1f} {statistics.median(warm):>12.2f} {max(warm):>9.2f}")

@@ -8,6 +8,7 @@ attempt to use them, so a test can assert that there were none.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -16,16 +17,12 @@ import tempfile
 from unittest import mock
 
 from sim.hardware import ReplicaModel, known_models, load_replica_model
+from sim.hardware.catalog import DEFAULT_DEVICE, LAYOUTS
 
 
-@functools.lru_cache(maxsize=None)
-def fitted_cache() -> tuple[str, tuple[str, ...]]:
-    """(cache dir with every model fitted, network attempts made while fitting)."""
+def _offline(attempts: list[str]):
+    """Sockets and Vidur's hub download disabled; each attempt is recorded in ``attempts``."""
     import vidur.execution_time_predictor.sklearn_execution_time_predictor as vidur_sklearn
-
-    directory = tempfile.mkdtemp(prefix="llumsim-hardware-")
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    attempts: list[str] = []
 
     def refuse(what: str):
         def blocked(*args, **kwargs):
@@ -34,20 +31,44 @@ def fitted_cache() -> tuple[str, tuple[str, ...]]:
 
         return blocked
 
-    with (
-        mock.patch.object(socket.socket, "connect", refuse("socket.connect")),
-        mock.patch.object(vidur_sklearn, "snapshot_download", refuse("snapshot_download")),
-        mock.patch.dict(os.environ, {"HF_HUB_OFFLINE": "1"}),
-    ):
-        for model in known_models():
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(socket.socket, "connect", refuse("socket.connect")))
+    stack.enter_context(mock.patch.object(vidur_sklearn, "snapshot_download", refuse("snapshot_download")))
+    stack.enter_context(mock.patch.dict(os.environ, {"HF_HUB_OFFLINE": "1"}))
+    return stack
+
+
+@functools.lru_cache(maxsize=None)
+def fitted_cache() -> tuple[str, tuple[str, ...]]:
+    """(cache dir with every model of the default device fitted, network attempts made while
+    fitting)."""
+    directory = tempfile.mkdtemp(prefix="llumsim-hardware-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    attempts: list[str] = []
+    with _offline(attempts):
+        for model in known_models(DEFAULT_DEVICE):
             load_replica_model(model, cache_dir=directory)
     return directory, tuple(attempts)
 
 
 @functools.lru_cache(maxsize=None)
-def replica(model: str) -> ReplicaModel:
-    """A warm-loaded replica model with default settings."""
-    return load_replica_model(model, cache_dir=fitted_cache()[0])
+def fitted_layouts() -> tuple[str, ...]:
+    """Every catalog layout fitted into ``fitted_cache``'s directory, offline: the network
+    attempts made while fitting."""
+    attempts: list[str] = []
+    with _offline(attempts):
+        for layout in LAYOUTS:
+            load_replica_model(layout.model, layout.device, layout.tensor_parallel, cache_dir=fitted_cache()[0])
+    return tuple(attempts)
+
+
+@functools.lru_cache(maxsize=None)
+def replica(model: str, device: str = DEFAULT_DEVICE, tensor_parallel: int | None = None) -> ReplicaModel:
+    """A warm-loaded replica model with default settings (another device's: fitted offline
+    with every layout first, as the default device's are)."""
+    if device != DEFAULT_DEVICE:
+        fitted_layouts()
+    return load_replica_model(model, device, tensor_parallel, cache_dir=fitted_cache()[0])
 
 
 @functools.lru_cache(maxsize=None)

@@ -40,7 +40,9 @@ from sim.metrics.cost import cost_summary, describe_price
 
 
 def test_known_models():
-    assert known_models() == ["llama-7b", "llama-30b"]
+    assert known_models() == ["llama-7b", "llama-30b", "llama-3.1-8b", "llama-2-70b", "llama-3.1-70b"]
+    assert known_models("a10") == ["llama-7b", "llama-30b"]
+    assert known_models("h100_80gb") == ["llama-7b", "llama-3.1-8b", "llama-2-70b", "llama-3.1-70b"]
 
 
 def test_enum_values_do_not_collide_with_vidurs():
@@ -52,7 +54,7 @@ def test_enum_values_do_not_collide_with_vidurs():
 
 def test_vidur_resolves_our_skus_from_its_type_strings():
     """ReplicaConfig looks devices and nodes up with create_from_type_string."""
-    seven_b, thirty_b = (find_layout(model, "a10", None).replica_config() for model in known_models())
+    seven_b, thirty_b = (find_layout(model, "a10", None).replica_config() for model in known_models("a10"))
     assert isinstance(seven_b.device_config, A10DeviceSKUConfig)
     assert seven_b.device_config.total_memory_gb == 24 and seven_b.device_config.fp16_tflops == 125
     assert isinstance(seven_b.node_config, A10Pcie1NodeSKUConfig)

@@ -177,3 +177,93 @@ def test_a_pool_left_at_the_default_cpu_line_takes_its_own_gpus(monkeypatch):
     assert pool_model(device="a100_80gb", overhead={"base": 0.001}).overhead_base == 0.001
     a10 = pool_model(device="a10")
     assert (a10.overhead_base, a10.overhead_per_request) == (OverheadConfig().base, OverheadConfig().per_request)
+
+
+LLAMA_70B = {"n_head": 64, "n_kv_head": 8, "n_embd": 8192, "n_expanded_embd": 28672,
+             "vocab_size": 32768, "use_gated_mlp": True}
+LLAMA_3_8B = {"n_head": 32, "n_kv_head": 8, "n_embd": 4096, "n_expanded_embd": 14336,
+              "vocab_size": 128256, "use_gated_mlp": True}
+
+
+def test_a_model_at_several_degrees_is_one_folder_measured_through_the_profiled_range(tmp_path):
+    """Vidur keys a compute folder by device and model, so each of a model's tensor-parallel
+    layouts adds its rows to one file; rows past 16,384 tokens, which no lookup reads, are left
+    out, and rows measured that far are not continued."""
+    from sim.hardware import operator_profiles
+
+    vidur = pd.concat([vidur_rows(LLAMA_70B, tp, [1, 8, 16384, 32768], 0.001 * tp) for tp in (1, 2, 4, 8)])
+    vidur.to_csv(tmp_path / "mlp.csv", index=False)
+    (folder,) = operator_profiles.write(
+        "a100_80gb", tmp_path / "mlp.csv", "a test file", profiles_dir=tmp_path, models=["llama-2-70b"]
+    )
+    mlp = pd.read_csv(folder / "mlp.csv.xz")
+    assert mlp.groupby("num_tensor_parallel_workers")["num_tokens"].apply(list).to_dict() == {
+        tp: [1, 8, 16384] for tp in (2, 4, 8)
+    }
+    assert set(mlp["vocab_size"]) == {32000}
+    assert set(pd.read_csv(folder / "attention.csv.xz")["num_tensor_parallel_workers"]) == {2, 4, 8}
+    note = (folder / "PROVENANCE.md").read_text()
+    assert "at tensor parallelism 2, 4, 8" in note and "measured through 16384 tokens" in note
+    # both 70B models have this block: a file of it holds either's shape, a 7B file neither's
+    layouts = operator_layouts("a100_80gb")
+    assert operator_profiles.holds_shape(vidur, layouts, "llama-3.1-70b")
+    assert not operator_profiles.holds_shape(vidur_rows(LLAMA_7B, 1, [1], 1.0), layouts, "llama-2-70b")
+
+
+def test_the_reference_ratio_carries_each_operator_at_each_count_it_measures(tmp_path):
+    """--ratio-of: the rows of another GPU times one reference model's measured ratio between
+    the two GPUs at the same count; past the reference's last count, the continuation."""
+    from sim.hardware import operator_profiles
+
+    layout = find_layout("llama-3.1-8b", "h100_80gb", 1)
+    on_a100 = vidur_rows(LLAMA_3_8B, 1, [1, 8, 4096, 8192], 0.002)
+    ref_a100 = vidur_rows(LLAMA_7B, 1, [1, 8, 4096], 0.001)
+    ref_h100 = vidur_rows(LLAMA_7B, 1, [1, 8, 4096], 0.001)
+    up = "time_stats.mlp_up_proj.median"
+    ref_h100[up] = ref_h100[up] * [0.5, 0.6, 0.3]  # the H100's speed-up of one operator, per count
+    ratio = operator_profiles.reference_ratio(ref_a100, ref_h100, 1)
+    rows, last = operator_profiles.continued(
+        operator_profiles.ratio_transferred(operator_profiles.vidur_rows(on_a100, layout), ratio)
+    )
+    column = rows.set_index("num_tokens")[up]
+    assert last == 4096  # 8,192 is measured on the A100, but the ratio is not
+    assert [column[t] for t in (1, 8, 4096)] == pytest.approx([0.002 * 0.5, 0.016 * 0.6, 8.192 * 0.3])
+    assert column[8192] == pytest.approx(2 * column[4096])
+    assert rows.set_index("num_tokens")["time_stats.add.median"][8] == pytest.approx(0.016)  # ratio 1
+    on_a100.to_csv(tmp_path / "mlp.csv", index=False)
+    with pytest.raises(ValueError, match="name it with --measured-on"):
+        operator_profiles.write("h100_80gb", tmp_path / "mlp.csv", "s", profiles_dir=tmp_path,
+                                models=["llama-3.1-8b"], ratio_of=(tmp_path / "mlp.csv", tmp_path / "mlp.csv"))
+
+
+def all_reduce_rows(workers: int, per_node: int, sizes: list[int], ms_per_mib: float) -> pd.DataFrame:
+    return pd.DataFrame({
+        "time_stats.all_reduce.median": [ms_per_mib * s / 2**20 for s in sizes],
+        "time_stats.all_reduce.mean": -1.0, "rank": 0, "num_workers": workers, "size": sizes,
+        "collective": "all_reduce", "devices_per_node": per_node, "max_devices_per_node": 8,
+    })
+
+
+def test_all_reduce_rows_are_the_nodes_degrees_within_one_node_continued_by_bytes():
+    from sim.hardware.network_profiles import measured_all_reduce, node_degrees
+    from sim.hardware.predictor_settings import ALL_REDUCE_MAX_SIZE
+
+    last = 64 * 2**20
+    vidur = pd.concat([
+        all_reduce_rows(2, 2, [2048, 10240, 10240, last - 2**17, last], 0.01),  # 10,240 twice: the first
+        all_reduce_rows(2, 1, [2048, last], 9.0),  # across nodes: not read
+        all_reduce_rows(4, 4, [2048, last], 0.02),
+    ])
+    rows, measured = measured_all_reduce(vidur, 2)
+    assert measured == last and rows["size"].is_unique and rows["size"].max() == ALL_REDUCE_MAX_SIZE
+    assert set(rows["devices_per_node"]) == {2} and not any(c.endswith(".mean") for c in rows)
+    by_size = rows.set_index("size")["time_stats.all_reduce.median"]
+    assert by_size[last + 2**17] == pytest.approx(by_size[last] * (last + 2**17) / last)  # the grid's last step
+    assert by_size[4 * last] == pytest.approx(4 * by_size[last])
+    with pytest.raises(ValueError, match="no all-reduce of 8 GPUs within one node"):
+        measured_all_reduce(vidur, 8)
+    assert node_degrees("a100_80gb_8") == node_degrees("h100_80gb_8") == [2, 4, 8]
+    with pytest.raises(ValueError, match="has no tensor parallelism"):
+        node_degrees("h100_80gb_1")
+    with pytest.raises(ValueError, match="does not take Vidur's measured operators"):
+        node_degrees("a10_pcie_4")

@@ -35,7 +35,7 @@ def random_batch(rng: random.Random):
             return prefills, decodes
 
 
-@pytest.mark.parametrize("model", known_models())
+@pytest.mark.parametrize("model", known_models("a10"))
 def test_tables_equal_vidurs_own_predictor(model):
     """ReplicaModel.batch_time == Vidur's get_execution_time(batch).total_time + our
     per-iteration overhead, on random batches."""
@@ -64,7 +64,7 @@ def test_tables_equal_vidurs_own_predictor(model):
         )
 
 
-@pytest.mark.parametrize("model", known_models())
+@pytest.mark.parametrize("model", known_models("a10"))
 def test_decode_step_is_monotone_in_tokens_and_batch_size(model):
     m = replica(model)
     for kv in (1, 256, 1000, 4096, 13000, 16384):
@@ -75,7 +75,7 @@ def test_decode_step_is_monotone_in_tokens_and_batch_size(model):
         assert times == sorted(times), f"not monotone in KV tokens at batch={batch_size}"
 
 
-@pytest.mark.parametrize("model", known_models())
+@pytest.mark.parametrize("model", known_models("a10"))
 def test_prefill_is_monotone_in_tokens(model):
     m = replica(model)
     times = [m.prefill_time(tokens) for tokens in range(1, 16385, 29)]

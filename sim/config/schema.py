@@ -62,10 +62,14 @@ class OverheadConfig:
 class ClusterConfig:
     """The instances: which model on which device, and the per-instance vLLM limits."""
 
-    model: str = "llama-7b"  # llama-7b (one A10) or llama-30b (4 x A10, tensor parallel 4)
+    # llama-7b (one A10) or llama-30b (4 x A10, tensor parallel 4); on a100_80gb and h100_80gb
+    # also llama-3.1-8b (one GPU), llama-2-70b and llama-3.1-70b (2, 4 or 8 GPUs)
+    model: str = "llama-7b"
     device: str = "a10"  # the GPU the replica model is profiled on
     instances: int = 16  # instances at the start (with autoscale: the count it starts from)
-    tensor_parallel: Optional[int] = None  # None: the model's default layout (7B: 1, 30B: 4)
+    # GPUs per instance; None: the model's only layout on the device (7B: 1, 30B: 4, 8B: 1;
+    # the 70B models, profiled at 2, 4 and 8, need it named)
+    tensor_parallel: Optional[int] = None
     block_size: int = 16  # tokens per KV block (vLLM's 16)
     # share of GPU memory vLLM may use; the KV cache gets what the profile run leaves
     gpu_memory_utilization: float = 0.9

@@ -64,7 +64,8 @@ def calibration(max_batched_tokens: int = 12800) -> dict:
     each model's KV capacity against the measured one, its light-batch decode range
     (``calibration.decode_range``) and the light-batch references."""
     models = {
-        name: load_replica_model(name, max_batched_tokens=max_batched_tokens) for name in known_models()
+        name: load_replica_model(name, max_batched_tokens=max_batched_tokens)
+        for name in known_models(DEFAULT_DEVICE)
     }
     bench = {
         name: load_replica_model(
@@ -72,7 +73,7 @@ def calibration(max_batched_tokens: int = 12800) -> dict:
             max_batched_tokens=max_batched_tokens,
             overhead_per_request=FIGURE_10_PER_REQUEST_MS * 1e-3,
         )
-        for name in known_models()
+        for name in known_models(DEFAULT_DEVICE)
     }
     rows = compare(
         load_measurements(), lambda model, batch: bench[model].batch_time(*batch) * 1e3

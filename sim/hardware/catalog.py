@@ -98,12 +98,28 @@ LAYOUTS = (
     Layout("llama-7b", "huggyllama/llama-7b", "a100_80gb", "a100_80gb_1", 1),
     Layout("llama-7b", "huggyllama/llama-7b", "h100_80gb", "h100_80gb_1", 1),
     Layout("llama-7b", "huggyllama/llama-7b", "a100_40gb", "a100_40gb_1", 1),
+    Layout("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "a100_80gb", "a100_80gb_1", 1),
+    Layout("llama-3.1-8b", "meta-llama/Llama-3.1-8B", "h100_80gb", "h100_80gb_1", 1),
+    # the 70B models on 2, 4 or 8 GPUs of one 8-GPU machine: a pool names its tensor_parallel
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "a100_80gb", "a100_80gb_8", 2),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "a100_80gb", "a100_80gb_8", 4),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "a100_80gb", "a100_80gb_8", 8),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "h100_80gb", "h100_80gb_8", 2),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "h100_80gb", "h100_80gb_8", 4),
+    Layout("llama-2-70b", "meta-llama/Llama-2-70b", "h100_80gb", "h100_80gb_8", 8),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "a100_80gb", "a100_80gb_8", 2),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "a100_80gb", "a100_80gb_8", 4),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "a100_80gb", "a100_80gb_8", 8),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "h100_80gb", "h100_80gb_8", 2),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "h100_80gb", "h100_80gb_8", 4),
+    Layout("llama-3.1-70b", "meta-llama/Llama-3.1-70B", "h100_80gb", "h100_80gb_8", 8),
 )
 DEFAULT_DEVICE = "a10"  # what load_replica_model uses when no device is named
 
 
-def known_models() -> list[str]:
-    return list(dict.fromkeys(layout.model for layout in LAYOUTS))
+def known_models(device: str | None = None) -> list[str]:
+    """The catalog's models (on ``device``, when one is named)."""
+    return list(dict.fromkeys(layout.model for layout in LAYOUTS if device in (None, layout.device)))
 
 
 def known_devices() -> list[str]:
@@ -111,7 +127,8 @@ def known_devices() -> list[str]:
 
 
 def find_layout(model: str, device: str, tensor_parallel: int | None) -> Layout:
-    """The profiled layout for these names; ``tensor_parallel=None`` picks the model's only one."""
+    """The profiled layout for these names; ``tensor_parallel=None`` picks the model's only one
+    on the device (a model profiled at several degrees there needs one named)."""
     if model not in known_models():
         raise UnknownHardwareError(f"unknown model {model!r}; known models: {', '.join(known_models())}")
     if device not in known_devices():
@@ -125,7 +142,13 @@ def find_layout(model: str, device: str, tensor_parallel: int | None) -> Layout:
         and layout.device == device
         and tensor_parallel in (None, layout.tensor_parallel)
     ]
-    if len(candidates) != 1:
+    if len(candidates) > 1:
+        degrees = ", ".join(str(layout.tensor_parallel) for layout in candidates)
+        raise UnknownHardwareError(
+            f"{model} on {device} is profiled at tensor_parallel {degrees}: set tensor_parallel "
+            f"to one of them"
+        )
+    if not candidates:
         available = ", ".join(
             f"{layout.model} on {layout.device} with tensor_parallel={layout.tensor_parallel}"
             for layout in LAYOUTS

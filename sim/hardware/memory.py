@@ -163,10 +163,15 @@ class ProfileRunMemoryPlanner(MemoryPlanner):
 
     def attention_phase_bytes(self) -> int:
         """Live while xformers' output is copied into the attention output (attention.py): the
-        layer input, the input norm's output, qkv, the output and xformers' own output."""
+        layer input, the input norm's output, qkv (query heads and, under grouped-query
+        attention, fewer key and value heads), the output and xformers' own output (one query
+        width each)."""
         hidden = self._model.embedding_dim
-        heads_width = hidden // self._tensor_parallel
-        return self._max_batched_tokens * (2 * hidden + 5 * heads_width) * BYTES_PER_VALUE
+        head_dim = self._replica_config.attention_head_dim
+        q_width = self._replica_config.q_heads_per_tensor_parallel_worker * head_dim
+        kv_width = self._replica_config.kv_heads_per_tensor_parallel_worker * head_dim
+        qkv = q_width + 2 * kv_width
+        return self._max_batched_tokens * (2 * hidden + qkv + 2 * q_width) * BYTES_PER_VALUE
 
     def sampler_phase_bytes(self) -> int:
         """Live at the sampler's widest point (sampler.py, top_p 0.99 / top_k vocab − 1 as the

@@ -1,5 +1,5 @@
 """The hardware llumsim knows, as data: one entry per device SKU and per node SKU, and the
-LLaMA-1 model configs, registered with Vidur from outside.
+LLaMA-1, Llama-2-70B and Llama-3.1 model configs, registered with Vidur from outside.
 
 Vidur finds configs by walking the subclasses of its base config classes, so defining a
 subclass is the whole registration; importing this module makes them visible. The type enums
@@ -21,7 +21,12 @@ from dataclasses import dataclass
 from typing import Optional, TypeVar
 
 from vidur.config.device_sku_config import BaseDeviceSKUConfig
-from vidur.config.model_config import Llama2ModelConfig
+from vidur.config.model_config import (
+    Llama2_70BModelConfig,
+    Llama2ModelConfig,
+    Llama38BModelConfig,
+    Llama370BModelConfig,
+)
 from vidur.config.node_sku_config import BaseNodeSKUConfig
 from vidur.types import BaseIntEnum
 
@@ -129,7 +134,9 @@ class LlumsimNodeSKUType(BaseIntEnum):
     A10_PCIE_1 = 111
     A10_PCIE_4 = 114
     A100_80GB_1 = 121
+    A100_80GB_8 = 128
     H100_80GB_1 = 131
+    H100_80GB_8 = 138
     A100_40GB_1 = 141
 
 
@@ -335,6 +342,39 @@ class H100_80GB1NodeSKUConfig(BaseNodeSKUConfig, NodeData):
         return LlumsimNodeSKUType.H100_80GB_1
 
 
+# The 8-GPU SXM machines (NVSwitch between every pair of GPUs: a DGX or HGX board) that an
+# instance of 2, 4 or 8 GPUs runs on with tensor parallelism — the machines the list prices
+# above are for. Their all-reduce is Vidur's measured one on its DGX nodes (``a100_dgx``,
+# ``h100_dgx``; ``network_profiles``), of 2, 4 and 8 GPUs within one node; their KV transfer,
+# like the one-GPU nodes', the artifact's migration as fitted on the A10s.
+
+
+@dataclass
+class A100_80GB8NodeSKUConfig(BaseNodeSKUConfig, NodeData):
+    """Eight A100 80GB SXM4 on NVSwitch; an instance takes 2, 4 or 8 (Llama-2-70B, Llama-3.1-70B)."""
+
+    device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.A100_80GB
+    num_devices_per_node: int = 8
+    transfer_fit: str = A10_TRANSFER_FIT
+
+    @staticmethod
+    def get_type() -> LlumsimNodeSKUType:
+        return LlumsimNodeSKUType.A100_80GB_8
+
+
+@dataclass
+class H100_80GB8NodeSKUConfig(BaseNodeSKUConfig, NodeData):
+    """Eight H100 80GB SXM5 on NVSwitch; an instance takes 2, 4 or 8 (Llama-2-70B, Llama-3.1-70B)."""
+
+    device_sku_type: LlumsimDeviceSKUType = LlumsimDeviceSKUType.H100_80GB
+    num_devices_per_node: int = 8
+    transfer_fit: str = A10_TRANSFER_FIT
+
+    @staticmethod
+    def get_type() -> LlumsimNodeSKUType:
+        return LlumsimNodeSKUType.H100_80GB_8
+
+
 @dataclass
 class Llama1ModelConfig(Llama2ModelConfig):
     """LLaMA-1 shares LLaMA-2's block (RMSNorm, SwiGLU, RoPE) but has a 32,000-token vocabulary.
@@ -373,3 +413,50 @@ class Llama1_30BModelConfig(Llama1ModelConfig):
     @staticmethod
     def get_name() -> str:
         return "huggyllama/llama-30b"
+
+
+# Today's models. Vidur 0.0.26 has configs of their shapes (``Llama38BModelConfig``,
+# ``Llama370BModelConfig``, ``Llama2_70BModelConfig``); each is subclassed under the model's own
+# name, which Vidur finds configs by (its own names stay its own), with what differs from it.
+# Shapes, from the models' ``config.json``: Llama-3.1-8B 32 layers, hidden 4,096, 32 query and
+# 8 KV heads (grouped-query attention), intermediate 14,336, vocabulary 128,256; Llama-3.1-70B
+# and Llama-2-70B 80 layers, hidden 8,192, 64 query and 8 KV heads, intermediate 28,672,
+# vocabularies 128,256 and 32,000. ``max_model_len`` is the model's context
+# (``max_position_embeddings``); the simulator's sequences stop at the profiles' 16,384 tokens
+# whatever it is (``ReplicaModel.max_tokens``).
+
+
+@dataclass
+class Llama3_1_8BModelConfig(Llama38BModelConfig):
+    """Llama-3.1-8B: Llama-3-8B's shape with a 131,072-token context (RoPE scaled)."""
+
+    max_model_len: int = 131072
+
+    @staticmethod
+    def get_name() -> str:
+        return "meta-llama/Llama-3.1-8B"
+
+
+@dataclass
+class Llama3_1_70BModelConfig(Llama370BModelConfig):
+    """Llama-3.1-70B: Llama-3-70B's shape with a 131,072-token context (RoPE scaled)."""
+
+    max_model_len: int = 131072
+
+    @staticmethod
+    def get_name() -> str:
+        return "meta-llama/Llama-3.1-70B"
+
+
+@dataclass
+class Llama2_70BVocab32000ModelConfig(Llama2_70BModelConfig):
+    """Llama-2-70B with its own vocabulary, 32,000 tokens. Vidur's ``meta-llama/Llama-2-70b-hf``
+    config carries the 32,768 its profiles were taken with (padded), which would size the
+    embedding, the LM head and the sampler's memory by 768 tokens too many; it keeps its name,
+    so this one takes the model's original-format repository's, ``meta-llama/Llama-2-70b``."""
+
+    vocab_size: int = 32000
+
+    @staticmethod
+    def get_name() -> str:
+        return "meta-llama/Llama-2-70b"
