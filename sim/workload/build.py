@@ -34,6 +34,7 @@ from sim.workload.artifact_client import client_stream
 from sim.workload.priority import sample_tiers
 from sim.workload.sessions import Sharing, conversations, read_sessions, turns, with_system_prompts
 from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
+from sim.workload.stages import Stages
 from sim.config.workload_schema import ShapeConfig
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import TraceError, read_trace
@@ -74,6 +75,9 @@ class Workload:
     # conversations and system prompts: which requests share tokens, and which arrive a
     # think time after another ended (sim.workload.sessions); None: every request its own
     sharing: Sharing | None = None
+    # stages, each sent once the one before ended (sim.workload.stages): ``arrival`` then
+    # holds the earliest times, the run plays out the real ones; None: no stages
+    stages: Stages | None = None
 
     def __post_init__(self) -> None:
         for name, dtype in (
@@ -90,6 +94,8 @@ class Workload:
             raise ValueError("workload arrays differ in length")
         if self.sharing is not None and len(self.sharing.follows) != n:
             raise ValueError("workload sharing covers a different number of requests")
+        if self.stages is not None and len(self.stages.offset) != n:
+            raise ValueError("workload stages cover a different number of requests")
         if n and (self.arrival[0] < 0 or np.any(np.diff(self.arrival) < 0)):
             raise ValueError("arrivals must start at >= 0 and never decrease")
         if n and (self.prompt_tokens.min() < 1 or self.output_tokens.min() < 1):
@@ -114,6 +120,8 @@ class Workload:
             frame["conversation"] = self.sharing.conversation
             frame["turn"] = self.sharing.turn
             frame["system_prompt"] = self.sharing.system
+        if self.stages is not None:
+            frame["stage"] = self.stages.of(frame.index.to_numpy())
         frame.index.name = "request_id"
         return frame
 
