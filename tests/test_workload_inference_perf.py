@@ -154,6 +154,8 @@ def test_a_run_without_stages_has_no_stages_section():
     ({"data": {"type": "random", "input_distribution": {"mean": 5000}, "output_distribution": {}}},
      "data.input_distribution.mean: must lie in [min, max] = [10, 1024]"),
     ({"data": {"type": "shared_prefix", "shared_prefix": {}, "typo": 1}}, "data.typo: unknown key"),
+    ({"data": {"type": "shared_prefix", "shared_prefix": {"multimodal": {"image": {"count": 1}}}}},
+     "data.shared_prefix.multimodal: not modelled"),
     ({"server": {"base_url": "http://x", "ignore_eos": False}}, "server.ignore_eos: false"),
     ({"loadgen": {}}, "loadgen: unknown key"),
 ])

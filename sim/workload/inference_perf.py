@@ -64,6 +64,42 @@ STAGE_LEAD = 1.0
 STAGE_POLL = 1.0
 MAX_REQUESTS = 10_000_000  # as workload.num_requests: more is a typo, not a workload
 LENGTH = Range(0, 1_000_000, "tokens")
+TRACE = "not read; replay a trace with workload.source: timestamped"
+# by section: keys inference-perf reads that say nothing of the requests it sends (how to reach
+# and report on the server, the client's workers), accepted and not read
+UNREAD = {
+    "": ("api", "tokenizer", "metrics", "report", "storage", "circuit_breakers"),
+    "load": (
+        "num_workers", "worker_max_concurrency", "worker_max_tcp_connections", "circuit_breakers",
+        "lora_traffic_split", "base_seed",
+    ),
+    # lengths target the templated prompt, so the same lengths; the text's source
+    "data": ("use_chat_template", "corpus_file_path"),
+    "data.shared_prefix": ("seed",),  # the run's seed draws
+}
+# by section: keys that would change the requests in ways not modelled, refused with the reason
+REFUSED = {
+    "load": {
+        "sweep": "not read (it probes a real server for its saturation rate); give stages",
+        "trace": TRACE,
+        "request_timeout": "not modelled (requests never time out); remove it",
+    },
+    "data": {
+        "trace": TRACE,
+        "path": "not read (ShareGPT: workload.source lengths, the shipped table)",
+        "multimodal": "not modelled (text prompts only)",
+        **dict.fromkeys(
+            ("otel_trace_replay", "weka_trace_replay", "conversation_replay", "visionarena"),
+            "not read; llumsim reads the shared_prefix, random and synthetic data types",
+        ),
+    },
+    "data.shared_prefix": {
+        **dict.fromkeys(
+            ("question_distribution", "output_distribution"), "a distribution of lengths is not read here; give fixed lengths"
+        ),
+        "multimodal": "not modelled (text prompts only)",
+    },
+}
 
 
 @dataclass
@@ -73,8 +109,8 @@ class StageSpec:
     rate: Optional[float] = None
     duration: Optional[int] = None
     # the concurrent load type's keys: inference-perf refuses them in a rate stage
-    num_requests: Optional[Any] = None
-    concurrency_level: Optional[Any] = None
+    num_requests: Optional[int] = None
+    concurrency_level: Optional[int] = None
 
     RANGES: ClassVar[dict[str, Range]] = {
         "rate": Range(0.0, 1e6, "requests/s", open_low=True),
@@ -92,16 +128,6 @@ class LoadSpec:
     type: Literal["constant", "poisson", "concurrent", "trace_replay", "trace_session_replay"] = "constant"
     interval: float = 1.0
     stages: list[StageSpec] = field(default_factory=list)
-    sweep: Optional[Any] = None
-    trace: Optional[Any] = None
-    request_timeout: Optional[Any] = None
-    # the client's own machinery, not the requests it sends: not read
-    num_workers: Optional[Any] = None
-    worker_max_concurrency: Optional[Any] = None
-    worker_max_tcp_connections: Optional[Any] = None
-    circuit_breakers: Optional[Any] = None
-    lora_traffic_split: Optional[Any] = None
-    base_seed: Optional[Any] = None
 
     RANGES: ClassVar[dict[str, Range]] = {"interval": Range(0.0, 86_400.0, "seconds")}
 
@@ -111,9 +137,6 @@ class LoadSpec:
             self.type in ("constant", "poisson"),
             f"type: {self.type!r} is not read; llumsim reads the rate-based load types, 'constant' and 'poisson'",
         )
-        require(self.sweep is None, "sweep: not read (it probes a real server for its saturation rate); give stages")
-        require(self.trace is None, "trace: not read; replay a trace with workload.source: timestamped")
-        require(self.request_timeout is None, "request_timeout: not modelled (requests never time out); remove it")
         require(bool(self.stages), "stages: none given; give at least one {rate, duration}")
         for index, stage in enumerate(self.stages):
             for key in ("rate", "duration"):
@@ -204,11 +227,7 @@ class SharedPrefixSpec:
     system_prompt_len: Any = 100
     question_len: Any = 50
     output_len: Any = 50
-    seed: Optional[Any] = None  # not read: the run's seed draws
-    question_distribution: Optional[Any] = None
-    output_distribution: Optional[Any] = None
     enable_multi_turn_chat: bool = False
-    multimodal: Optional[Any] = None
 
     ALIASES: ClassVar[dict[str, str]] = {
         "num_groups": "num_unique_system_prompts",
@@ -230,10 +249,7 @@ class SharedPrefixSpec:
             self.system_prompt_len + self.question_len >= 1,
             "question_len: a prompt needs at least 1 token (system_prompt_len and question_len are both 0)",
         )
-        for key in ("question_distribution", "output_distribution"):
-            require(getattr(self, key) is None, f"{key}: a distribution of lengths is not read here; give fixed lengths")
         require(not self.enable_multi_turn_chat, "enable_multi_turn_chat: not read (use workload.source: sessions for conversations)")
-        require(self.multimodal is None, "multimodal: not modelled (text prompts only)")
 
 
 @dataclass
@@ -244,15 +260,6 @@ class DataSpec:
     shared_prefix: Optional[SharedPrefixSpec] = None
     input_distribution: Optional[DistributionSpec] = None
     output_distribution: Optional[DistributionSpec] = None
-    use_chat_template: bool = False  # lengths target the templated prompt: the same lengths
-    corpus_file_path: Optional[Any] = None  # the text prompts are cut from: not read
-    path: Optional[Any] = None
-    trace: Optional[Any] = None
-    multimodal: Optional[Any] = None
-    otel_trace_replay: Optional[Any] = None
-    weka_trace_replay: Optional[Any] = None
-    conversation_replay: Optional[Any] = None
-    visionarena: Optional[Any] = None
 
     READ: ClassVar[tuple[str, ...]] = ("shared_prefix", "random", "synthetic")
 
@@ -264,24 +271,15 @@ class DataSpec:
         else:
             for key in ("input_distribution", "output_distribution"):
                 require(getattr(self, key) is not None, f"{key}: required for type {self.type!r}")
-            require(self.trace is None, "trace: not read; replay a trace with workload.source: timestamped")
-        for key in ("path", "multimodal", "otel_trace_replay", "weka_trace_replay", "conversation_replay", "visionarena"):
-            require(getattr(self, key) is None, f"{key}: not read for type {self.type!r}; remove it")
 
 
 @dataclass
 class Profile:
-    """An inference-perf config: what llumsim reads of it, and the sections it accepts unread."""
+    """An inference-perf config: what llumsim reads of it (``UNREAD`` keys set aside)."""
 
     load: LoadSpec = field(default_factory=LoadSpec)
     data: DataSpec = field(default_factory=DataSpec)
     server: Optional[dict[str, Any]] = None
-    api: Optional[Any] = None
-    tokenizer: Optional[Any] = None
-    metrics: Optional[Any] = None
-    report: Optional[Any] = None
-    storage: Optional[Any] = None
-    circuit_breakers: Optional[Any] = None
 
     def __post_init__(self) -> None:
         require(
@@ -291,24 +289,31 @@ class Profile:
         )
 
 
-def _unalias(data: Any) -> Any:
-    """The profile with ``shared_prefix``'s former key names under their current ones."""
-    shared = data.get("data", {}).get("shared_prefix") if isinstance(data.get("data"), Mapping) else None
-    if not isinstance(shared, Mapping):
-        return data
-    renamed = dict(shared)
-    for old, new in SharedPrefixSpec.ALIASES.items():
-        if old in renamed:
-            if new in renamed:
-                raise ConfigError(f"data.shared_prefix.{old}: the former name of {new}, which is set too; keep one")
-            renamed[new] = renamed.pop(old)
-    return {**data, "data": {**data["data"], "shared_prefix": renamed}}
+def _screened(data: Mapping[str, Any], section: str = "") -> dict[str, Any]:
+    """``data`` (the profile, or its ``section``) without its ``UNREAD`` keys, its
+    ``shared_prefix`` keys under their current names; a ``REFUSED`` key set is a ConfigError."""
+    kept = {str(k): v for k, v in data.items() if str(k) not in UNREAD.get(section, ())}
+    for key, why in REFUSED.get(section, {}).items():
+        if kept.get(key) is not None:
+            raise ConfigError(f"{section}.{key}: {why}")
+        kept.pop(key, None)  # set to null: as good as absent
+    if section == "data.shared_prefix":
+        for old, new in SharedPrefixSpec.ALIASES.items():
+            if old in kept:
+                if new in kept:
+                    raise ConfigError(f"{section}.{old}: the former name of {new}, which is set too; keep one")
+                kept[new] = kept.pop(old)
+    for key, value in kept.items():
+        inner = f"{section}.{key}" if section else key
+        if isinstance(value, Mapping) and (inner in UNREAD or inner in REFUSED):
+            kept[key] = _screened(value, inner)
+    return kept
 
 
 def read_profile(path: Path) -> Profile:
     """The profile at ``path``, checked: a ConfigError names the file and the key."""
     try:
-        profile = from_dict(Profile, _unalias(read_yaml(path)))
+        profile = from_dict(Profile, _screened(read_yaml(path)))
     except ConfigError as exc:
         message = str(exc)
         raise ConfigError(message if message.startswith(str(path)) else f"{path}: {message}") from None
