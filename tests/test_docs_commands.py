@@ -91,6 +91,9 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
         Runs("llumsim run experiments/configs/sessions.yaml --set workload.num_requests=60 --out {tmp} --no-plots --quiet"),
     "llumsim run experiments/configs/system_prompt.yaml": Runs(f"llumsim run experiments/configs/system_prompt.yaml {SMOKE_RUN}"),
     "llumsim run experiments/configs/mooncake.yaml": Runs(f"llumsim run experiments/configs/mooncake.yaml {SMOKE_RUN}"),
+    # docs/workloads.md: 720 requests in three stages, a few seconds as shown
+    "llumsim run experiments/configs/inference_perf.yaml":
+        Runs("llumsim run experiments/configs/inference_perf.yaml --out {tmp} --no-plots --quiet"),
     "llumsim sweep experiments/grids/sessions.yaml --jobs 2 --out results/sessions": Elsewhere(SESSIONS_STUDY),
     "python -m sim.presentation.compact results/sessions results/prefix_cache --metrics 'prefix_cache\\.(tokens|blocks)\\..+' --metrics 'prefix_cache\\.(evictions|prefill_tokens_saved|transfer\\..+)' --metrics 'sessions\\..+'":
         Runs("python -m sim.presentation.compact {smoke:sessions_smoke} {tmp} --metrics 'prefix_cache\\.(tokens|blocks)\\..+' --metrics 'prefix_cache\\.(evictions|prefill_tokens_saved|transfer\\..+)' --metrics 'sessions\\..+'"),

@@ -207,9 +207,10 @@ class SystemPromptConfig:
 class WorkloadConfig:
     """Where requests come from: a length table, a timestamped trace, or a generator."""
 
-    # a length table, a trace with arrival times, generated lengths, or multi-turn
-    # conversations (num_requests then counts conversations)
-    source: Literal["lengths", "timestamped", "synthetic", "sessions"] = "lengths"
+    # a length table, a trace with arrival times, generated lengths, multi-turn
+    # conversations (num_requests then counts conversations), or an inference-perf profile's
+    # stages (profile; num_requests and arrival not read)
+    source: Literal["lengths", "timestamped", "synthetic", "sessions", "inference-perf"] = "lengths"
     # the CSV (a relative path: from the current folder, then the repository)
     trace: Optional[str] = "traces/sharegpt/sharegpt_v3_first_turn.csv"
     # the trace's columns (auto: told apart by its header)
@@ -228,6 +229,8 @@ class WorkloadConfig:
     sessions: Optional[SessionsConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
     # a shared system prompt before every request (None: none)
     system_prompt: Optional[SystemPromptConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
+    # source 'inference-perf': its YAML config (load stages, data; sim/workload/inference_perf.py)
+    profile: Optional[str] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     # ten million requests already take gigabytes; more is a typo, not a workload
     RANGES: ClassVar[dict[str, Range]] = {"num_requests": Range(1, 10_000_000, "requests")}
@@ -239,7 +242,7 @@ class WorkloadConfig:
             "num_requests: required for source 'synthetic' (a generator has no end)",
         )
         require(
-            self.source == "synthetic" or bool(self.trace),
+            self.source in ("synthetic", "inference-perf") or bool(self.trace),
             f"trace: required for source {self.source!r}",
         )
         require(
@@ -250,8 +253,27 @@ class WorkloadConfig:
             self.sessions is None or self.source == "sessions",
             f"sessions: set, but source is {self.source!r} (source: sessions replays conversations)",
         )
+        if self.source == "inference-perf" or self.profile is not None:
+            self._check_profile()
         if self.client == "artifact":
             self._check_artifact_client()
+
+    def _check_profile(self) -> None:
+        """An inference-perf profile says the lengths, arrivals and shared prefixes itself."""
+        require(
+            self.source == "inference-perf",
+            f"profile: set, but source is {self.source!r} (source: inference-perf reads a profile)",
+        )
+        require(bool(self.profile), "profile: required for source 'inference-perf' (an inference-perf config file)")
+        require(
+            self.shape == ShapeConfig(),
+            "shape: an inference-perf profile sets its lengths itself; remove workload.shape",
+        )
+        require(
+            self.system_prompt is None or not self.system_prompt.tokens,
+            "system_prompt: an inference-perf profile sets its system prompts itself (data.shared_prefix); "
+            "remove workload.system_prompt",
+        )
 
     def _check_artifact_client(self) -> None:
         """What the artifact's client could not have generated is refused, not approximated."""

@@ -1,5 +1,5 @@
-"""The discrete-event kernel: the clock and the run's own processes — arrivals (and a
-conversation's later turns), the tick that runs the parts' jobs every
+"""The discrete-event kernel: the clock and the run's own processes — arrivals (a
+conversation's later turns, and a workload's stages, each after the one before ended), the tick that runs the parts' jobs every
 ``load_report_interval``, and the count of requests ended (INV-3 ends-once). It carries out
 nothing itself: dispatch is the dispatcher's, each tick job belongs to the part it concerns
 (``sim.engine.builder`` lists them in order), and the instances' step loops are their own
@@ -9,20 +9,44 @@ nothing itself: dispatch is the dispatcher's, each tick job belongs to the part 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import simpy
 
+from sim.engine.sections import result_section
 from sim.instance.load import LoadReport
 from sim.instance.request import Request
 
 if TYPE_CHECKING:
     from sim.engine.instances import InstanceRuntime
     from sim.workload.build import Workload
+    from sim.workload.stages import Stages
 
 # a tick job: called with the tick's time and, when some job reads them this tick, every live
 # instance's report
 TickJob = Callable[[float, Optional[dict[int, LoadReport]]], None]
+
+
+@dataclass
+class _StageTimes:
+    started: float  # the stage began (its timer starts ``Stages.lead`` later)
+    last_end: float = math.nan  # its last request ended (NaN: not all have)
+
+
+class StageRecord(NamedTuple):
+    """One stage of a staged workload (``sim.workload.stages``) as the run played it out."""
+
+    stage: int
+    rate: float  # requested, requests/s
+    duration: float  # requested, seconds
+    first: int  # its requests' ids: first .. end - 1
+    end: int
+    started: float  # simulated seconds
+    timer: float  # its timer started: its requests arrive at their offsets from here
+    last_end: float  # its last request ended (NaN: the run stopped first)
+    ended: float  # the generator found it over (NaN: the run stopped first)
 
 
 class Kernel:
@@ -54,15 +78,30 @@ class Kernel:
         sharing = workload.sharing
         self._contents = sharing.contents() if sharing is not None else None
         self._next_turns = sharing.next_turns() if sharing is not None else {}
+        # stages (sim.workload.stages): each stage's requests arrive once the stage before
+        # ended; per stage, its requests not yet ended, and the event of their ending
+        stages = workload.stages
+        self.stage_times: list[_StageTimes] = []
+        self._stage_of: Optional[list[int]] = None
+        self._stage_left: list[int] = []
+        self._stage_over: list[simpy.Event] = []
+        if stages is not None:
+            self._stage_of = stages.of(range(len(workload))).tolist()
+            self._stage_left = [int(n) for n in stages.first[1:] - stages.first[:-1]]
+            self._stage_over = [env.event() for _ in range(len(stages))]
         self.dispatch = dispatch
         self.on_end = on_end
 
     # ------------------------------------------------------------------ arrivals
     def arrivals(self):
         """The requests that arrive at their own time (every one, without conversations:
-        a later turn arrives when its previous one ends, ``_next_turn``)."""
+        a later turn arrives when its previous one ends, ``_next_turn``; with stages, stage
+        by stage, ``_staged_arrivals``)."""
         workload = self.workload
         env = self.env
+        if workload.stages is not None:
+            yield from self._staged_arrivals(workload.stages)
+            return
         arrivals = workload.arrival.tolist()
         opening = workload.sharing.opening.tolist() if workload.sharing is not None else range(len(arrivals))
         position, count = 0, len(opening)
@@ -75,6 +114,51 @@ class Kernel:
                 end += 1
             self._arrive([self._new_request(opening[i], arrival) for i in range(position, end)])
             position = end
+
+    def _staged_arrivals(self, stages: "Stages"):
+        """Stage by stage: its requests at their offsets from its timer's start, then, once
+        every one of them ended and the generator's check found it so, the interval before
+        the next stage."""
+        env = self.env
+        offsets = stages.offset.tolist()
+        bounds = stages.first.tolist()
+        for stage in range(len(stages)):
+            begin, end = bounds[stage], bounds[stage + 1]
+            times = _StageTimes(env.now)
+            self.stage_times.append(times)
+            timer = times.started + stages.lead
+            position = begin
+            while position < end:
+                arrival = timer + offsets[position]
+                if arrival > env.now:
+                    yield env.timeout(arrival - env.now)
+                group = position + 1
+                while group < end and offsets[group] == offsets[position]:
+                    group += 1
+                self._arrive([self._new_request(i, arrival) for i in range(position, group)])
+                position = group
+            if stage + 1 == len(stages):
+                return
+            if end > begin:
+                yield self._stage_over[stage]
+            ended = stages.ended(times.started, times.last_end, end - begin)
+            yield env.timeout(ended + stages.interval - env.now)
+
+    def stage_records(self) -> Optional[list[StageRecord]]:
+        """Each stage begun, as played out (None: the workload has no stages)."""
+        stages = self.workload.stages
+        if stages is None:
+            return None
+        records = []
+        for stage, times in enumerate(self.stage_times):
+            begin, end = int(stages.first[stage]), int(stages.first[stage + 1])
+            over = end == begin or not math.isnan(times.last_end)
+            records.append(StageRecord(
+                stage, float(stages.rate[stage]), float(stages.duration[stage]), begin, end, float(times.started),
+                times.started + stages.lead, times.last_end,
+                stages.ended(times.started, times.last_end, end - begin) if over else math.nan,
+            ))
+        return records
 
     def _new_request(self, index: int, arrival: float) -> Request:
         workload = self.workload
@@ -113,6 +197,12 @@ class Kernel:
         follower = self._next_turns.get(request.id)
         if follower is not None:
             self.env.process(self._next_turn(follower))
+        if self._stage_of is not None:
+            stage = self._stage_of[request.id]
+            self._stage_left[stage] -= 1
+            if not self._stage_left[stage]:
+                self.stage_times[stage].last_end = self.env.now
+                self._stage_over[stage].succeed()
         self.on_end(request)
         if self.done_count == len(self.workload) and not self.all_done.triggered:
             self.all_done.succeed()
@@ -139,3 +229,11 @@ class Kernel:
                 job(now, reports)
             self.next_tick = now + interval
             yield self.env.timeout(interval)
+
+
+def _stage_records(run: Any) -> Optional[list[StageRecord]]:
+    return run.kernel.stage_records()
+
+
+# a staged workload's stages as the run played them out (None: the workload has no stages)
+STAGES = result_section("stages", _stage_records)

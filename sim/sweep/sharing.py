@@ -29,9 +29,10 @@ def label_only(config: SimulationConfig) -> bool:
 
     if not tiers_drawn_apart(config.workload):
         return False
-    # conversations (a later turn's arrival is the run's, not the workload's) and a prefix
-    # cache (its per-tier counters are the simulation's) are not relabelled afterwards
-    if config.workload.source == "sessions" or any(pool.ledger != "paged" for pool in config.instance_pools()):
+    # conversations and stages (a later turn's or stage's arrival is the run's, not the
+    # workload's) and a prefix cache (its per-tier counters are the simulation's) are not
+    # relabelled afterwards
+    if config.workload.source in ("sessions", "inference-perf") or any(pool.ledger != "paged" for pool in config.instance_pools()):
         return False
     return config.workload.priority.tiers == 1 or not reads_tiers(config.scheduler)
 

@@ -9,6 +9,7 @@ Which requests (``num_requests``):
 * synthetic: N requests from the power-law generator (N is required); with
   ``client: artifact``, the whole stream — lengths, arrivals, tiers — is the Llumnix artifact
   client's instead, drawn as it drew them (``artifact_client.py``).
+* inference-perf: the requests its profile's stages send (``inference_perf.py``); N is not read.
 
 ``workload.shape`` (``shaping.py``) scales and filters the table before the draw — so N
 stays N — and matches and caps the drawn requests' lengths after it; unset, it does nothing.
@@ -31,9 +32,11 @@ import pandas as pd
 from sim.config import ConfigError, SessionsConfig, SystemPromptConfig, WorkloadConfig
 from sim.workload.arrivals import deterministic_arrivals, renewal_arrivals, replay_arrivals
 from sim.workload.artifact_client import client_stream
+from sim.workload.inference_perf import profile_stream, read_profile
 from sim.workload.priority import sample_tiers
 from sim.workload.sessions import Sharing, conversations, read_sessions, turns, with_system_prompts
 from sim.workload.shaping import Shape, resolve_shape, shape_lengths, shape_table
+from sim.workload.stages import Stages
 from sim.config.workload_schema import ShapeConfig
 from sim.workload.synthetic import LENGTH_CLASSES, power_law_lengths
 from sim.workload.traces import TraceError, read_trace
@@ -74,6 +77,9 @@ class Workload:
     # conversations and system prompts: which requests share tokens, and which arrive a
     # think time after another ended (sim.workload.sessions); None: every request its own
     sharing: Sharing | None = None
+    # stages, each sent once the one before ended (sim.workload.stages): ``arrival`` then
+    # holds the earliest times, the run plays out the real ones; None: no stages
+    stages: Stages | None = None
 
     def __post_init__(self) -> None:
         for name, dtype in (
@@ -90,6 +96,8 @@ class Workload:
             raise ValueError("workload arrays differ in length")
         if self.sharing is not None and len(self.sharing.follows) != n:
             raise ValueError("workload sharing covers a different number of requests")
+        if self.stages is not None and len(self.stages.offset) != n:
+            raise ValueError("workload stages cover a different number of requests")
         if n and (self.arrival[0] < 0 or np.any(np.diff(self.arrival) < 0)):
             raise ValueError("arrivals must start at >= 0 and never decrease")
         if n and (self.prompt_tokens.min() < 1 or self.output_tokens.min() < 1):
@@ -114,11 +122,13 @@ class Workload:
             frame["conversation"] = self.sharing.conversation
             frame["turn"] = self.sharing.turn
             frame["system_prompt"] = self.sharing.system
+        if self.stages is not None:
+            frame["stage"] = self.stages.of(frame.index.to_numpy())
         frame.index.name = "request_id"
         return frame
 
 
-def resolve_trace_path(trace: str, root: Path | None = None) -> Path:
+def resolve_trace_path(trace: str, root: Path | None = None, what: str = "trace file") -> Path:
     """A relative path is tried against ``root`` (default: the current directory), then the repo."""
     path = Path(trace).expanduser()
     candidates = [path] if path.is_absolute() else [(root or Path.cwd()) / path, REPO_ROOT / path]
@@ -126,7 +136,7 @@ def resolve_trace_path(trace: str, root: Path | None = None) -> Path:
         if candidate.is_file():
             return candidate
     looked = " and ".join(str(c) for c in candidates)
-    raise TraceError(f"{trace}: trace file not found (looked at {looked})")
+    raise TraceError(f"{trace}: {what} not found (looked at {looked})")
 
 
 def _select_rows(
@@ -165,12 +175,12 @@ def _describe_arrivals(cfg: WorkloadConfig) -> str:
     return f"Poisson arrivals at {arrival.rate:g} req/s"
 
 
-def _describe(source: str, cfg: WorkloadConfig, n: int, seed: int) -> str:
+def _describe(source: str, cfg: WorkloadConfig, n: int, seed: int, arrivals: str | None = None) -> str:
     """The workload's one-line summary, the same shape for every source and client."""
     priority = cfg.priority
     share = f" ({priority.high_share:g} in tier 0)" if priority.sampler == "share" else ""
     return (
-        f"{source}; {_describe_arrivals(cfg)}; {n} requests; "
+        f"{source}; {arrivals or _describe_arrivals(cfg)}; {n} requests; "
         f"tiers: {priority.sampler}{share}, K={priority.tiers}; seed {seed}"
     )
 
@@ -252,6 +262,8 @@ def build_workload(cfg: WorkloadConfig, seed: int, root: Path | None = None) -> 
         )
     if cfg.source == "sessions":
         return _sessions_workload(cfg, seed, root)
+    if cfg.source == "inference-perf":
+        return _profile_workload(cfg, seed, root)
     shape = resolve_shape(cfg.shape, cfg.source)
     prompt, output, timestamps, source, sharing = _requests(cfg, seed, root, shape)
     prompt, output = shape_lengths(prompt, output, shape)
@@ -315,6 +327,22 @@ def _sessions_workload(cfg: WorkloadConfig, seed: int, root: Path | None) -> Wor
         sharing = with_system_prompts(sharing, len(prompt), _rng(seed, _SYSTEM), system, per=sharing.conversation)
         source = f"{source}; {_describe_system_prompt(system)}"
     return Workload(arrival, prompt, output, tier, _describe(source, cfg, len(prompt), seed), sharing=sharing)
+
+
+def _profile_workload(cfg: WorkloadConfig, seed: int, root: Path | None) -> Workload:
+    """An inference-perf profile's stages (``sim.workload.inference_perf``); ``arrival`` holds
+    the earliest times, the run plays out each stage once the one before ended."""
+    path = resolve_trace_path(str(cfg.profile), root, "inference-perf profile")
+    stream = profile_stream(
+        read_profile(path), path.name, _rng(seed, _ARRIVALS), _rng(seed, _ROWS), _rng(seed, _INPUT)
+    )
+    n = len(stream.prompt_tokens)
+    tier = sample_tiers(_rng(seed, _TIERS), n, cfg.priority)
+    description = _describe(stream.description, cfg, n, seed, "each stage once the one before ended")
+    return Workload(
+        stream.stages.nominal_arrivals(), stream.prompt_tokens, stream.output_tokens, tier, description,
+        sharing=stream.sharing, stages=stream.stages,
+    )
 
 
 def with_urgency(workload: Workload, cfg: WorkloadConfig, seed: int) -> Workload:
