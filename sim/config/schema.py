@@ -301,7 +301,7 @@ class MigrationConfig:
 
 @dataclass
 class PdConfig:
-    """Prefill/decode disaggregation (``sim.engine.handoffs``): when and how a request's KV
+    """Prefill/decode disaggregation (rules: ``sim.cluster.handoff``): when and how a request's KV
     leaves the prefill instance that produced its first token for a decode instance.
 
     ``pairing``: ``immediate`` hands it off at its first token, to the decode instance the
