@@ -77,3 +77,19 @@ def test_the_header_names_each_pools_engine_and_notes_todays_gpu_on_the_old_engi
     assert summary["engines"] == {"p0": "vllm-0.1.2"}
     assert summary["engine_note"] == "pool p0 runs a100_80gb on vllm-0.1.2; its deployments run vllm-v1"
     assert format_summary(summary).count("note:") == 1
+
+
+def test_a_prompt_longer_than_a_step_goes_to_the_pool_that_chunks_it():
+    # both pools batch 256 tokens a step: only V1 chunks a 1,000-token prompt over steps, so
+    # dispatch sends it there (pools of other limits), and it finishes instead of aborting
+    config = make_config(
+        pools=[
+            {"name": "old", "instances": 1, "max_batched_tokens": 256, "max_batch_size": 8},
+            {"name": "v1", "instances": 1, "max_batched_tokens": 256, "max_batch_size": 8, "engine": "vllm-v1"},
+        ]
+    )
+    run = Simulation(config, workload=make_workload([0.0, 0.1], [1000, 100], [4, 4]), load_pool_model=lambda pool, key: LinearTimer())
+    result = run.run()
+    long, short = sorted(result.requests, key=lambda r: r.id)
+    assert long.state == "finished" and long.instances == [1]
+    assert short.state == "finished"

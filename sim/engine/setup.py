@@ -242,6 +242,7 @@ def pool_limits(pool: ClusterConfig, model: BatchTimer, tiers: int, key: str = "
         watermark_blocks=int(pool.watermark_fraction * capacity),
         tiers=tiers,
         max_seq_len=getattr(model, "max_tokens", NO_SEQUENCE_LIMIT),
+        chunked_prefill=pool.engine == "vllm-v1",
     )
 
 

@@ -29,13 +29,16 @@ class LlumletLimits:
     watermark_blocks: int = 0
     tiers: int = 1
     max_seq_len: int = NO_SEQUENCE_LIMIT  # the replica model's longest sequence (max_model_len)
+    # prompts are chunked over steps (vLLM V1): a prompt longer than a step's budget still fits
+    chunked_prefill: bool = False
 
     def can_prefill(self, tokens: int) -> bool:
         """Whether a prefill of ``tokens`` tokens fits an empty instance at all: the token
-        budget, the longest sequence and every block above the watermark (vLLM ignores a
-        prompt past its limit; llumsim aborts it ``exceeds_instance_limits``)."""
+        budget (unless prompts are chunked), the longest sequence and every block above the
+        watermark (vLLM ignores a prompt past its limit; llumsim aborts it
+        ``exceeds_instance_limits``)."""
         return (
-            tokens <= self.max_batched_tokens
+            (self.chunked_prefill or tokens <= self.max_batched_tokens)
             and tokens <= self.max_seq_len
             and blocks_for(tokens, self.block_size) <= self.capacity_blocks - self.watermark_blocks
         )
