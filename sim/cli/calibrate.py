@@ -1,6 +1,8 @@
 """``llumsim calibrate``: the A10 calibration report (``sim.hardware.calibration_report``),
-or with ``--device`` another GPU's validation (``sim.hardware.device_validation``), as a
-table or one JSON document; exit status 1 unless the report passes.
+with ``--device`` another GPU's validation (``sim.hardware.device_validation``), or with
+``--engine vllm-v1`` vLLM V1 against published serving runs on a GPU
+(``sim.bench.v1_serving``), as a table or one JSON document; exit status 1 unless the
+report passes.
 """
 
 from __future__ import annotations
@@ -24,9 +26,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DEVICE,
         help=f"another GPU of the catalog: its published measurements instead of the A10 table (default {DEFAULT_DEVICE})",
     )
+    parser.add_argument(
+        "--engine",
+        choices=("vllm-0.1.2", "vllm-v1"),
+        default="vllm-0.1.2",
+        help="vllm-v1: play published vLLM V1 serving runs on --device again and grade them ±15%% "
+        "(default vllm-0.1.2: the artifact engine's calibration)",
+    )
+    parser.add_argument("--model", help="with --engine vllm-v1: only this model's runs (default: all)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.engine == "vllm-v1":
+        return run_v1(args)
+    if args.model:
+        raise SystemExit("llumsim calibrate: --model selects published V1 runs; it needs --engine vllm-v1")
     if args.device != DEFAULT_DEVICE:
         return run_device(args)
     result = calibration_report.calibration(args.max_batched_tokens)
@@ -53,3 +67,19 @@ def run_device(args: argparse.Namespace) -> int:
         raise SystemExit(f"llumsim calibrate: {error}") from None
     print(json.dumps(result, indent=2) if args.json else device_validation.format_validation(result))
     return 0 if device_validation.passes(result) else 1
+
+
+def run_v1(args: argparse.Namespace) -> int:
+    """``--engine vllm-v1``: the device's published V1 runs played again (``sim.bench.v1_serving``);
+    exit 1 unless each check row is within ±15%."""
+    from sim.bench import v1_serving
+    from sim.hardware.catalog import UnknownHardwareError
+
+    if args.plot:
+        raise SystemExit("llumsim calibrate: --plot draws the A10 table; it has no --engine vllm-v1 form")
+    try:
+        result = v1_serving.validation(args.device, args.model)
+    except UnknownHardwareError as error:
+        raise SystemExit(f"llumsim calibrate: {error}") from None
+    print(json.dumps(result, indent=2) if args.json else v1_serving.format_validation(result))
+    return 0 if v1_serving.passes(result) else 1

@@ -93,6 +93,10 @@ class ClusterConfig:
     # sim/instance/v1_batching.py; its host work without the detokenizer): it names the batch
     # former, unless batch_former does, and the host work the overheads left at their defaults are
     engine: str = field(default="vllm-0.1.2", metadata={OMIT_WHEN_DEFAULT: True})
+    # vllm-v1 only: schedule step n+1 and build its inputs while the GPU runs step n (vLLM's
+    # --async-scheduling: from 0.10.0, on by default from 0.14.0), so that host work costs a
+    # step only where it outlasts the GPU's (sim/hardware/overheads.py, V1_OVERLAPPED_PHASES)
+    async_scheduling: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
     # the llumlet's replaceable parts, by registered name (sim.instance.parts): the batch
     # former ("": the engine's; vllm: vLLM 0.1.2's continuous batching, vllm-v1: V1's) and the
     # block ledger (paged: its blocks; prefix-caching: vLLM's automatic prefix caching,

@@ -195,6 +195,7 @@ def replica_model_settings(pool: ClusterConfig) -> dict:
         "prefill_scale": pool.prefill_scale,
         "kv_scale": pool.kv_scale,
         "engine": pool.engine,
+        "async_scheduling": pool.async_scheduling,
     }
 
 
@@ -294,6 +295,10 @@ def build_pools(
         key = pool_key(config, index)
         engine_former = ENGINES.get(pool.engine, f"{key}.engine")
         former = BATCH_FORMERS.get(pool.batch_former or engine_former, f"{key}.batch_former")  # before a model loads
+        if pool.async_scheduling and pool.engine != "vllm-v1":
+            raise ConfigError(
+                f"{key}.async_scheduling: only vLLM V1 schedules a step ahead; {key}.engine is {pool.engine!r}"
+            )
         if pool.engine == "vllm-v1" and pool.max_batched_tokens < pool.max_batch_size:
             raise ConfigError(
                 f"{key}.max_batched_tokens: vLLM V1 decodes every running request in every step, so a "

@@ -22,10 +22,12 @@ import tempfile
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from vidur.config import CacheConfig
 
+import sim.hardware.custom_all_reduce as custom_all_reduce
 import sim.hardware.overheads as overheads
 import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import DEFAULT_DEVICE, FIT_JSON, Layout, find_layout
@@ -38,9 +40,10 @@ from sim.hardware.timing import (
     LookupKey,
     decode_attention_ms,
     iteration_seconds,
+    overlapped_iteration_seconds,
 )
 
-CACHE_FORMAT = 1  # bump when the saved tables change meaning
+CACHE_FORMAT = 2  # bump when the saved tables change meaning (2: comm_ms)
 COLD_START_HINT_S = 5  # what the one-line notice promises; benchmarks/ measures it
 VIDUR_SUBDIR = "vidur"
 
@@ -129,6 +132,9 @@ class ReplicaModel:
         decode_scale: float,
         prefill_scale: float = 1.0,
         overhead_per_output_token: float = 0.0,
+        overlapped_base: float = 0.0,
+        overlapped_per_request: float = 0.0,
+        all_reduce_ms: Optional[np.ndarray] = None,
     ) -> None:
         replica = layout.replica_config()
         self.layout = layout
@@ -154,8 +160,10 @@ class ReplicaModel:
         self.prefill_scale = prefill_scale  # × GPU time of iterations with one
         self._overhead_base_ms = overhead_base * 1e3
         self._overhead_per_request_ms = overhead_per_request * 1e3
+        # async scheduling: the part of the host work run beside the GPU's (s; 0: none)
+        self._overlapped_ms = (overlapped_base * 1e3, overlapped_per_request * 1e3)
         # Python lists: scalar indexing is several times faster than on numpy arrays.
-        self._block_token_ms = tables["block_token_ms"].tolist()
+        self._block_token_ms = _with_all_reduce(tables, all_reduce_ms).tolist()
         self._attn_decode_ms = tables["attn_decode_ms"].tolist()
         self._attn_prefill_ms = tables["attn_prefill_ms"].tolist()
         # batch_time(prefills, num_decodes, decode_kv_tokens): seconds for one iteration.
@@ -214,14 +222,32 @@ class ReplicaModel:
             block_ms += self._attn_prefill_ms[kv_tokens // KV_GRANULARITY][
                 chunk // PREFILL_CHUNK_ROUNDING
             ]
+        scale = self.prefill_scale if chunks else self.decode_scale
+        if self._overlapped_ms != (0.0, 0.0):
+            return overlapped_iteration_seconds(
+                self._num_layers,
+                block_ms,
+                self._overhead_base_ms,
+                self._overhead_per_request_ms,
+                *self._overlapped_ms,
+                num_requests,
+                scale,
+            )
         return iteration_seconds(
-            self._num_layers,
-            block_ms,
-            self._overhead_base_ms,
-            self._overhead_per_request_ms,
-            num_requests,
-            self.prefill_scale if chunks else self.decode_scale,
+            self._num_layers, block_ms, self._overhead_base_ms, self._overhead_per_request_ms, num_requests, scale
         )
+
+
+def _with_all_reduce(tables: dict[str, np.ndarray], all_reduce_ms: Optional[np.ndarray]) -> np.ndarray:
+    """The per-block time by tokens with the engine's own all-reduce per call (``all_reduce_ms``,
+    NaN: keep the profile's) in place of the profile's two calls per block."""
+    block = tables["block_token_ms"]
+    if all_reduce_ms is None:
+        return block
+    own = ~np.isnan(all_reduce_ms)
+    replaced = block.copy()
+    replaced[own] = block[own] - 2 * tables["comm_ms"][own] + 2 * all_reduce_ms[own]
+    return replaced
 
 
 def _check(condition: bool, message: str) -> None:
@@ -247,6 +273,7 @@ def load_replica_model(
     prefill_scale: float = 1.0,
     kv_scale: float = 1.0,
     engine: str = "vllm-0.1.2",
+    async_scheduling: bool = False,
 ) -> ReplicaModel:
     """A ready replica model; the first call per profile version fits Vidur's predictor.
 
@@ -265,11 +292,19 @@ def load_replica_model(
     conclusion is checked against. None of them changes the prediction tables or their cache.
     ``engine`` names the serving engine whose host work the overheads left at None are:
     ``vllm-0.1.2`` (the artifact's) or ``vllm-v1`` (``overheads.V1_PHASES``, no detokenizer
-    on the step's critical path; ``overheads.HOST_LINES``).
+    on the step's critical path; ``overheads.HOST_LINES``). ``async_scheduling`` (V1 only) runs
+    the scheduler and input preparation of the measured line beside the GPU
+    (``overheads.V1_OVERLAPPED_PHASES``); with overheads given explicitly it does not apply.
     """
     layout = find_layout(model, device, tensor_parallel)
     _check(engine in overheads.HOST_LINES, f"unknown serving engine {engine!r} (known: {', '.join(overheads.HOST_LINES)})")
     line = overheads.HOST_LINES[engine](layout.device_sku.cpu_overheads)
+    _check(not async_scheduling or engine == "vllm-v1", f"async scheduling is vLLM V1's; engine {engine!r} has none")
+    overlapped = (
+        overheads.v1_overlapped(layout.device_sku.cpu_overheads)
+        if async_scheduling and overhead_base is None and overhead_per_request is None
+        else overheads.EngineOverheads(0.0, 0.0)
+    )
     if overhead_base is None:
         overhead_base = line.base_ms * 1e-3
     if overhead_per_request is None:
@@ -313,4 +348,12 @@ def load_replica_model(
         decode_scale=decode_scale,
         prefill_scale=prefill_scale,
         overhead_per_output_token=overhead_per_output_token,
+        overlapped_base=overlapped.base_ms * 1e-3,
+        overlapped_per_request=overlapped.vectorised_per_request_ms * 1e-3,
+        # vLLM V1 all-reduces with its own kernel on an NVLink node (custom_all_reduce)
+        all_reduce_ms=(
+            custom_all_reduce.per_call_ms(layout, np.arange(settings.MAX_TOKENS + 1))
+            if engine == "vllm-v1" and layout.tensor_parallel > 1
+            else None
+        ),
     )

@@ -111,3 +111,22 @@ def iteration_seconds(
         + overhead_base_ms
         + overhead_per_request_ms * num_requests
     ) * 1e-3
+
+
+def overlapped_iteration_seconds(
+    num_layers: int,
+    block_ms: float,
+    overhead_base_ms: float,
+    overhead_per_request_ms: float,
+    overlapped_base_ms: float,
+    overlapped_per_request_ms: float,
+    num_requests: int,
+    gpu_scale: float = 1.0,
+) -> float:
+    """An iteration whose host work partly runs beside the GPU's (async scheduling): the
+    longer of the GPU time and the overlapped host phases, plus the host work that stays on
+    the critical path."""
+    gpu_ms = block_ms * num_layers * gpu_scale
+    host_ms = overhead_base_ms + overhead_per_request_ms * num_requests
+    beside_ms = overlapped_base_ms + overlapped_per_request_ms * num_requests
+    return (max(gpu_ms, beside_ms) + host_ms - beside_ms) * 1e-3

@@ -72,7 +72,9 @@ def prediction_tables(predictor: LocalProfilePredictor) -> dict[str, np.ndarray]
 
     ``block_token_ms[t]``: per-block time of every token-keyed operator and both
     all-reduces for ``t`` (rounded) tokens; ``attn_decode_ms[batch, kv // 256]``;
-    ``attn_prefill_ms[kv // 256, chunk // 32]``. Missing keys are NaN.
+    ``attn_prefill_ms[kv // 256, chunk // 32]``; ``comm_ms[t]``: the all-reduce charge per call
+    included in ``block_token_ms`` (twice), which an engine with its own all-reduce replaces.
+    Missing keys are NaN.
     """
     predictions = predictor._predictions
     replica = predictor._replica_config
@@ -82,9 +84,11 @@ def prediction_tables(predictor: LocalProfilePredictor) -> dict[str, np.ndarray]
     tp = replica.tensor_parallel_size
     all_reduce = _by_tokens(predictions["all_reduce"]) if tp > 1 else 0.0
     comm = settings.tensor_parallel_comm_ms(all_reduce, predictor._config, tp)
+    comm_ms = comm if tp > 1 else np.zeros(settings.MAX_TOKENS + 1)
     kv_slots = settings.MAX_TOKENS // KV_GRANULARITY + 1
     return {
         "block_token_ms": block_token_ops_ms(ops, comm),
+        "comm_ms": comm_ms,
         "attn_decode_ms": _grid(
             predictions["attn_decode"],
             (settings.MAX_DECODE_BATCH + 1, kv_slots),
