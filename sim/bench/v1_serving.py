@@ -28,6 +28,8 @@ from sim.hardware.predictor_settings import MAX_DECODE_BATCH
 
 REFERENCES = DATA_DIR / "v1_references.csv"
 TOLERANCE = 0.15
+# a GPU is validated by independent organisations' runs of more than one model size
+MIN_SOURCES, MIN_MODELS = 3, 2
 SEEDS = (0, 1, 2)
 ROLES = ("check", "context")
 STATISTICS = (
@@ -199,11 +201,18 @@ def within_bound(row: dict) -> bool:
     return row["role"] != "check" or (row["unfinished"] == 0 and abs(row["rel_error"]) <= TOLERANCE)
 
 
+def covered(result: dict) -> bool:
+    """Check rows from ``MIN_SOURCES`` organisations and ``MIN_MODELS`` model sizes (one when
+    the run was asked for one model)."""
+    models = 1 if result["model"] else MIN_MODELS
+    return len(result["sources"]) >= MIN_SOURCES and len(result["models"]) >= models
+
+
 def passes(result: dict) -> bool:
-    """Every check row within ±15% (and every request of its runs finished); a device
-    without a check row does not pass: an engine not measured there is not validated."""
+    """Every check row within ±15% (and every request of its runs finished), from enough
+    sources and model sizes: a device measured by fewer is not validated."""
     checks = [row for row in result["references"] if row["role"] == "check"]
-    return bool(checks) and all(map(within_bound, checks))
+    return covered(result) and all(map(within_bound, checks))
 
 
 def _value(row: dict, value: float) -> str:
@@ -234,5 +243,6 @@ def format_validation(result: dict) -> str:
     lines.append(
         f"sources graded: {len(result['sources'])} ({'; '.join(result['sources'])}); "
         f"model sizes: {', '.join(result['models']) or 'none'}"
+        + ("" if covered(result) else f" — fewer than {MIN_SOURCES} sources or {MIN_MODELS} model sizes: not validated")
     )
     return "\n".join(lines)

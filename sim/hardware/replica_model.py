@@ -28,6 +28,7 @@ import numpy as np
 from vidur.config import CacheConfig
 
 import sim.hardware.custom_all_reduce as custom_all_reduce
+import sim.hardware.flash_attention as flash_attention
 import sim.hardware.overheads as overheads
 import sim.hardware.predictor_settings as settings
 from sim.hardware.catalog import DEFAULT_DEVICE, FIT_JSON, Layout, find_layout
@@ -135,6 +136,7 @@ class ReplicaModel:
         overlapped_base: float = 0.0,
         overlapped_per_request: float = 0.0,
         all_reduce_ms: Optional[np.ndarray] = None,
+        decode_attention_ms: Optional[np.ndarray] = None,
     ) -> None:
         replica = layout.replica_config()
         self.layout = layout
@@ -164,7 +166,8 @@ class ReplicaModel:
         self._overlapped_ms = (overlapped_base * 1e3, overlapped_per_request * 1e3)
         # Python lists: scalar indexing is several times faster than on numpy arrays.
         self._block_token_ms = _with_all_reduce(tables, all_reduce_ms).tolist()
-        self._attn_decode_ms = tables["attn_decode_ms"].tolist()
+        # the engine's decode kernel where it is not the profiles' (vLLM V1: flash_attention)
+        self._attn_decode_ms = (tables["attn_decode_ms"] if decode_attention_ms is None else decode_attention_ms).tolist()
         self._attn_prefill_ms = tables["attn_prefill_ms"].tolist()
         # batch_time(prefills, num_decodes, decode_kv_tokens): seconds for one iteration.
         # ``prefills``: (q_tokens, kv_tokens after this iteration) per prefilling request (a
@@ -354,6 +357,11 @@ def load_replica_model(
         all_reduce_ms=(
             custom_all_reduce.per_call_ms(layout, np.arange(settings.MAX_TOKENS + 1))
             if engine == "vllm-v1" and layout.tensor_parallel > 1
+            else None
+        ),
+        decode_attention_ms=(
+            flash_attention.decode_table(layout, settings.MAX_DECODE_BATCH, KV_GRANULARITY, settings.MAX_TOKENS)
+            if engine == "vllm-v1"
             else None
         ),
     )
