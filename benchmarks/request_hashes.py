@@ -27,6 +27,8 @@ from sim import native
 from sim.studies.fingerprint import CANONICAL_RUNS as RUNS
 from sim.studies.fingerprint import request_hash
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -44,7 +46,7 @@ def main() -> int:
     print(f"llumsim engine: {native.status()} ({native.PACKAGE_DIR})")
     hashes, failed = {}, []
     for name in names:
-        digest, wall = request_hash(*RUNS[name])
+        digest, wall = request_hash(*RUNS[name], root=REPO)
         hashes[name] = digest
         verdict = ""
         if args.check:

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIGS = REPO / "experiments" / "configs"
+CONFIGS = Path("experiments") / "configs"  # in the repository: a run's config is read from root / config
 RECORDED = REPO / "benchmarks" / "request_hashes.json"
 
 # name -> (config, overrides): every mechanism a change to the physics could move
@@ -77,17 +77,19 @@ def engines_of(run: str) -> frozenset[str]:
     """The serving engines a canonical run's pools run (read from its config; nothing simulated)."""
     from sim.config import load_config
 
-    config = load_config(*CANONICAL_RUNS[run])
+    path, overrides = CANONICAL_RUNS[run]
+    config = load_config(REPO / path, overrides)
     return frozenset(pool.engine for pool in (config.pools or [config.cluster]))
 
 
-def request_hash(config_path: Path, overrides: list[str]) -> tuple[str, float]:
-    """(sha256 of the run's request table, exactly ``llumsim run``'s requests.csv; wall seconds)."""
+def request_hash(config_path: Path, overrides: list[str], root: Path = REPO) -> tuple[str, float]:
+    """(sha256 of the run's request table, exactly ``llumsim run``'s requests.csv; wall seconds).
+    ``root``: the repository the config path is in (a built copy of sim/ lives elsewhere)."""
     from sim.config import load_config
     from sim.engine import simulate
     from sim.metrics import request_table
 
-    config = load_config(config_path, overrides)
+    config = load_config(root / config_path, overrides)
     started = time.perf_counter()
     result = simulate(config)
     wall = time.perf_counter() - started
