@@ -9,63 +9,25 @@ The table hashed is exactly what ``llumsim run`` writes as ``requests.csv``. Run
 quickstart (Llumnix), the same requests under INFaaS++ and round-robin, the fault example,
 the paper's Poisson auto-scaling set-up (3,000 requests), a K = 4 priority mix, and 3,000
 requests each of the paper's priorities set-up (Fig. 13: two tiers, Gamma arrivals), the
-artifact client's S-S stream and the BurstGPT-shaped trace — every mechanism a refactor
-could disturb.
+artifact client's S-S stream and the BurstGPT-shaped trace, PD under each hand-off scheme,
+the prefix cache, the A100 and H100 profiles and vLLM V1's engine — every mechanism a
+refactor could disturb (the list: ``sim.studies.fingerprint.CANONICAL_RUNS``). The recorded
+hashes are also the committed studies' fingerprint (``llumsim studies``): re-record them in
+the commit that changes the physics, then ``llumsim studies marks`` marks the studies it staled.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
-import time
 from pathlib import Path
 
 from sim import native
-from sim.config import load_config
-from sim.engine import simulate
-from sim.metrics import request_table
+from sim.studies.fingerprint import CANONICAL_RUNS as RUNS
+from sim.studies.fingerprint import request_hash
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = REPO / "experiments" / "configs"
-
-RUNS: dict[str, tuple[Path, list[str]]] = {
-    "quickstart": (CONFIGS / "quickstart.yaml", []),
-    "infaas++": (CONFIGS / "quickstart.yaml", ["scheduler.name=infaas++"]),
-    "round-robin": (CONFIGS / "quickstart.yaml", ["scheduler.name=round-robin"]),
-    "faults": (CONFIGS / "faults.yaml", []),
-    "autoscaling": (CONFIGS / "paper" / "fig14_scaling_poisson.yaml", ["workload.num_requests=3000"]),
-    "k4-enterprise": (
-        CONFIGS / "quickstart.yaml",
-        ["workload.priority.tiers=4", "workload.priority.sampler=enterprise"],
-    ),
-    "priorities": (CONFIGS / "paper" / "fig13_priorities.yaml", ["workload.num_requests=3000"]),
-    "artifact-s-s": (CONFIGS / "paper" / "fig11_ss.yaml", ["workload.num_requests=3000"]),
-    "burstgpt": (CONFIGS / "paper" / "fig11_burstgpt.yaml", ["workload.num_requests=3000"]),
-    # prefill/decode disaggregation: each hand-off scheme, adaptive PD's moves, a live copy
-    "pd-llumnix": (CONFIGS / "pd.yaml", ["workload.num_requests=2000"]),
-    "pd-immediate": (CONFIGS / "pd.yaml", ["workload.num_requests=2000", "pd.pairing=immediate"]),
-    "pd-layerwise": (
-        CONFIGS / "pd.yaml",
-        ["workload.num_requests=2000", "pd.pairing=immediate", "pd.layerwise=true"],
-    ),
-    "pd-adaptive": (CONFIGS / "pd.yaml", ["workload.num_requests=2000", "pd.adaptive=true", "workload.arrival.rate=8"]),
-    "pd-live": (CONFIGS / "pd.yaml", ["workload.num_requests=2000", "pd.copy=live"]),
-    # the prefix cache: conversations with cache-aware dispatch, system prompts with migration
-    "sessions": (CONFIGS / "sessions.yaml", ["workload.num_requests=300"]),
-    "system-prompt": (CONFIGS / "system_prompt.yaml", ["workload.num_requests=1500"]),
-}
-
-
-def request_hash(config_path: Path, overrides: list[str]) -> tuple[str, float]:
-    """(sha256 of requests.csv, wall seconds of the run)."""
-    config = load_config(config_path, overrides)
-    started = time.perf_counter()
-    result = simulate(config)
-    wall = time.perf_counter() - started
-    csv = request_table(result).to_csv(index=False).encode()
-    return hashlib.sha256(csv).hexdigest(), wall
 
 
 def main() -> int:
@@ -84,7 +46,7 @@ def main() -> int:
     print(f"llumsim engine: {native.status()} ({native.PACKAGE_DIR})")
     hashes, failed = {}, []
     for name in names:
-        digest, wall = request_hash(*RUNS[name])
+        digest, wall = request_hash(*RUNS[name], root=REPO)
         hashes[name] = digest
         verdict = ""
         if args.check:

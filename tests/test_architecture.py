@@ -57,7 +57,7 @@ def circle(graph: dict[str, set[str]]) -> list[str]:
 
 
 MACHINERY, STUDIES, PRESENTATION = "sweep", "studies", "presentation"  # subpackages of the root
-SHARED = {"agreement"}  # modules of the studies package that are not studies: any study may import them
+SHARED = {"agreement", "fingerprint", "catalog"}  # modules of the studies package that are not studies: any study may import them
 
 
 def within(module: str, package: str) -> bool:

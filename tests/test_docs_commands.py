@@ -19,6 +19,7 @@ from typing import Callable
 
 import pytest
 
+from sim.studies.catalog import MARK
 from tests.sweep_support import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -74,8 +75,8 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     "python -m sim.studies.findings /tmp/k_study": Runs("python -m sim.studies.findings {copy:smoke:k_study_smoke}"),
     "experiments/k_map.sh results/k_map --jobs 2":
         Elsewhere("tests/test_k_map.py::test_the_map_script_runs_each_grid_into_its_part_then_the_report"),
-    "python -m sim.studies.k_map results/k_map --readme README.md":
-        Elsewhere("tests/test_k_map.py::test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_the_readmes"),
+    "python -m sim.studies.k_map results/k_map --readme docs/k-map.md":
+        Elsewhere("tests/test_k_map.py::test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_its_pages"),
     "llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 3":
         Runs("llumsim capacity experiments/configs/quickstart.yaml --slo 'prefill_latency.p99<=5' --slo 'decode_latency_per_token.p99<=0.1' --seeds 1 --set workload.num_requests=300 --out {tmp}"),
     "llumsim calibrate --device a100_80gb": Runs("llumsim calibrate --device a100_80gb"),
@@ -85,7 +86,7 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
         Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
     "llumsim sweep experiments/grids/pd_interference.yaml --jobs 2 --out results/pd_interference":
         Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
-    "python -m sim.studies.pd results/pd_ratio results/pd_interference --readme README.md":
+    "python -m sim.studies.pd results/pd_ratio results/pd_interference --readme docs/pd.md":
         Elsewhere("tests/test_pd_study.py::test_the_study_marks_one_best_split_per_shape_and_contract_and_writes_the_readme_block"),
     "llumsim run experiments/configs/sessions.yaml":
         Runs("llumsim run experiments/configs/sessions.yaml --set workload.num_requests=60 --out {tmp} --no-plots --quiet"),
@@ -97,8 +98,11 @@ SHOWN: dict[str, Runs | Help | Elsewhere | str] = {
     "llumsim sweep experiments/grids/sessions.yaml --jobs 2 --out results/sessions": Elsewhere(SESSIONS_STUDY),
     "python -m sim.presentation.compact results/sessions results/prefix_cache --metrics 'prefix_cache\\.(tokens|blocks)\\..+' --metrics 'prefix_cache\\.(evictions|prefill_tokens_saved|transfer\\..+)' --metrics 'sessions\\..+'":
         Runs("python -m sim.presentation.compact {smoke:sessions_smoke} {tmp} --metrics 'prefix_cache\\.(tokens|blocks)\\..+' --metrics 'prefix_cache\\.(evictions|prefill_tokens_saved|transfer\\..+)' --metrics 'sessions\\..+'"),
-    "python -m sim.studies.sessions results/prefix_cache --readme README.md": Elsewhere(SESSIONS_STUDY),
-    "python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet --jobs 2 --readme README.md":
+    "python -m sim.studies.sessions results/prefix_cache --readme docs/prefix-cache.md": Elsewhere(SESSIONS_STUDY),
+    "llumsim studies": Runs("llumsim studies"),
+    "llumsim studies marks": Runs("llumsim studies marks --check"),
+    "llumsim studies remake --stale": Elsewhere("tests/test_studies.py::test_remake_runs_a_stale_studys_commands_resumably_and_clears_its_mark"),
+    "python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet --jobs 2 --readme docs/fleet.md":
         Elsewhere("tests/test_fleet.py::test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_table"),
     "llumsim paper --smoke": Runs(PAPER),
     "llumsim paper --jobs 2": Runs(PAPER),
@@ -316,6 +320,6 @@ def rows(text: str) -> list[str]:
 
 def quotes(text: str) -> list[str]:
     """The one-line quotes of a page, without their "> ": the lines it copies from an output
-    (a note is a quote of several lines)."""
-    blocks = re.findall(r"(?:^> .*\n)+", text, re.M)
+    (a note is a quote of several lines; a stale mark, ``llumsim studies``' own line, is none)."""
+    blocks = re.findall(r"(?:^> .*\n)+", MARK.sub("", text), re.M)
     return [block[2:-1] for block in blocks if block.count("\n") == 1]

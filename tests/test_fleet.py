@@ -272,14 +272,14 @@ def test_the_study_writes_a_row_per_fleet_scheduler_and_contract_and_the_readme_
     assert (tmp_path / "out" / "fleet.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_the_committed_readme_table_is_the_committed_studys():
+def test_the_committed_page_table_is_the_committed_studys():
     from sim.studies import fleet as study
 
     grid = study.load_fleet_grid(REPO / "experiments" / "grids" / "fleet.yaml")
     table = pd.read_csv(REPO / "results" / "fleet" / "fleet.csv", keep_default_na=False)
     table["hourly_cost"] = pd.to_numeric(table["hourly_cost"])
     block = study.markdown(table, grid.contracts)
-    assert f"{study.README_BEGIN}\n{block}\n{study.README_END}" in (REPO / "README.md").read_text()
+    assert f"{study.README_BEGIN}\n{block}\n{study.README_END}" in (REPO / "docs" / "fleet.md").read_text()
 
 
 @pytest.mark.parametrize(

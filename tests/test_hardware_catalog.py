@@ -228,7 +228,11 @@ DEVICE_MODULES = {
     "hardware/calibration_plot.py": "draws the A10 calibration report",
 }
 # A value a generic module may hold anyway, and why.
-ALLOWED_VALUES = {"config/schema.py": {"a10": "cluster.device's default (config data, like LAYOUTS)"}}
+ALLOWED_VALUES = {
+    "config/schema.py": {"a10": "cluster.device's default (config data, like LAYOUTS)"},
+    "studies/fingerprint.py": {  # overrides of canonical runs, config data: the GPU each covers
+        "cluster.device=a100_80gb": "the A100's canonical run", "cluster.device=h100_80gb": "the H100's canonical run"},
+}
 
 
 def device_tokens() -> re.Pattern:

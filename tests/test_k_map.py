@@ -1,7 +1,7 @@
 """The K map's conclusions (``sim.studies.k_map``): each label comes from the verdicts by its
 rule and can come out against a claim; a claim's verdict per condition reads its
 comparisons' intervals; K-over-K ratios are paired seed by seed; the committed table is the
-one the README shows."""
+one docs/k-map.md shows."""
 
 from __future__ import annotations
 
@@ -51,6 +51,11 @@ def verdicts(*rows):
         ([("main", NOMINAL, 16, "tail", "holds"), ("main", NOMINAL, 16, "mean", "unsettled")], "unsettled"),
         # a flip across sizes under different contracts is not a scale dependence
         ([("scale", NOMINAL, 4, "tail", "holds"), ("scale", NOMINAL, 32, "mean", "fails")], "unsettled"),
+        ([("main", NOMINAL, 16, "tail", "equivalent"), ("bands", "kv-0.95", 16, "tail", "equivalent")], "equivalent"),
+        ([("main", NOMINAL, 16, "tail", "holds"), ("main", NOMINAL, 16, "mean", "equivalent")], "holds or equivalent"),
+        ([("main", NOMINAL, 16, "tail", "fails"), ("main", NOMINAL, 16, "mean", "equivalent")], "fails or equivalent"),
+        # one condition left unsettled keeps the claim unsettled, equivalences or not
+        ([("main", NOMINAL, 16, "tail", "equivalent"), ("main", NOMINAL, 16, "mean", "unsettled")], "unsettled"),
     ],
 )
 def test_each_label_follows_its_rule(rows, expected):
@@ -86,8 +91,29 @@ def test_a_claim_holds_fails_or_is_unsettled_per_condition_from_its_intervals():
     assert conclusions(kmap, [against]).iloc[0]["fails"] == 3  # the same data comes out against it
 
 
+def test_a_claim_is_equivalent_where_its_intervals_lie_within_delta_and_unsettled_only_where_wider():
+    kmap = _kmap([
+        ("main", NOMINAL, 16, "tail", "llumnix", 1, 1.00, 0.97, 1.03),  # within ±5%
+        ("main", NOMINAL, 16, "mean", "llumnix", 1, 1.00, 0.90, 1.10),  # wider: unsettled
+        ("main", NOMINAL, 16, "attainment", "llumnix", 1, 1.20, 1.10, 1.30),  # above
+    ])
+    comparisons = lambda k: versus_baseline(k, "llumnix", (1,))  # noqa: E731
+    gain = Claim("Llumnix-base beats INFaaS++", "t", "above", comparisons)
+    assert gain.verdicts(kmap).set_index("contract")["verdict"].to_dict() == {
+        "tail": "equivalent", "mean": "unsettled", "attainment": "holds"}
+    row = conclusions(kmap, [gain]).iloc[0]
+    assert (row["holds"], row["fails"], row["equivalent"], row["unsettled"]) == (1, 0, 1, 1)
+    # the study's delta decides: at ±15% the wider interval is an equivalence too
+    wide = KMap(kmap.ratios, kmap.searches, kmap.contracts, {}, delta=0.15)
+    assert label(gain.verdicts(wide)) == "holds or equivalent"
+    # "no difference" is borne out by an equivalence
+    same = Claim("no difference", "t", "across", comparisons)
+    assert same.verdicts(kmap).set_index("contract")["verdict"]["tail"] == "holds"
+
+
 def test_no_difference_and_no_loss_claims_read_their_sides():
     assert side_of(0.9, 1.1) == "across" and side_of(1.01, 1.2) == "above" and side_of(math.nan, 1) == "none"
+    assert side_of(0.97, 1.04) == "equivalent" and side_of(0.9, 1.1, delta=0.1) == "equivalent"
     kmap = _kmap([("main", NOMINAL, 16, "tail", "llumnix", 10, 2.0, 1.5, 2.5)])
     comparisons = lambda k: versus_baseline(k, "llumnix", (10,))  # noqa: E731
     assert Claim("no loss", "t", "not below", comparisons).verdicts(kmap)["verdict"].tolist() == ["holds"]
@@ -109,13 +135,13 @@ def test_more_tiers_are_paired_seed_by_seed_on_the_seeds_both_answered():
     assert row["seeds"] == 5 and row["vs_baseline"] == pytest.approx(2.0) and row["side"] == "above"
 
 
-def test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_the_readmes():
+def test_every_claim_gets_a_row_with_a_label_and_the_committed_table_is_its_pages():
     kmap = load_map(COMMITTED)
     table = conclusions(kmap)
     assert len(table) == len(CLAIMS) and set(table["label"]) <= set(LABELS)
     committed = pd.read_csv(COMMITTED / "conclusions.csv").fillna("")
     assert committed.drop(columns="cells").equals(table.drop(columns="cells"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "k-map.md").read_text(encoding="utf-8")
     block = readme.split(README_BEGIN + "\n", 1)[1].split("\n" + README_END, 1)[0]
     assert block + "\n" == (COMMITTED / "conclusions.md").read_text(encoding="utf-8")
 

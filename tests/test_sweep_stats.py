@@ -174,42 +174,91 @@ def test_missing_tiers_do_not_poison_the_other_cells():
     assert agg.loc[1, "latency_by_tier.1.prefill_latency.p99"] == pytest.approx(0.6)
 
 
-def _sequential_coverage(true_ratio: float, spread: float, naive: bool, trials: int = 1500) -> float:
-    """How often the interval a comparison ends with covers ``true_ratio``, per-seed ratios
-    log-normal around it, seeds added by the sequential rule (``naive``: each look's plain
-    95% interval, no correction for looking)."""
+def _sequential_outcomes(true_ratio: float, spread: float, rule: str = "sequential", trials: int = 1500,
+                         delta: float = stats.EQUIVALENCE_DELTA) -> list[tuple[float, float, str]]:
+    """The interval and verdict each comparison ends with, per-seed ratios log-normal around
+    ``true_ratio``, seeds added by the sequential rule while the verdict is unsettled.
+    ``rule``: ``sequential`` (each look's interval at ``look_level``, as sim.sweep.stats
+    does), ``naive`` (each look's plain 95% interval, no correction for looking) or ``point``
+    (``equivalent`` read from the estimate alone lying within ±delta)."""
     rng = np.random.default_rng(7)
-    covered = 0
+    outcomes = []
     for _ in range(trials):
         draws = np.exp(rng.normal(np.log(true_ratio), spread, stats.SEED_LOOKS[-1]))
         for n in stats.SEED_LOOKS:
             ratios = draws[:n]
-            if naive:
+            if rule == "naive":
                 (ratio,), (low,), (high,) = stats.ratio_interval(ratios.reshape(1, -1))
-                more = n < stats.SEED_LOOKS[-1] and low <= 1 <= high and abs(ratio - 1) > stats.SETTLED_WITHIN
             else:
-                _, low, high = stats.sequential_ratio(ratios)
-                more = stats.unsettled(ratios)
-            if not more:
+                ratio, low, high = stats.sequential_ratio(ratios)
+            verdict = stats.ratio_verdict(low, high, delta)
+            if rule == "point" and abs(ratio - 1) <= delta:
+                verdict = "equivalent"
+            if verdict != "unsettled" or n == stats.SEED_LOOKS[-1]:
                 break
-        covered += low <= true_ratio <= high
-    return covered / trials
+        outcomes.append((low, high, verdict))
+    return outcomes
+
+
+def _sequential_coverage(true_ratio: float, spread: float, rule: str = "sequential") -> float:
+    """How often the interval a comparison ends with covers ``true_ratio``."""
+    return float(np.mean([low <= true_ratio <= high for low, high, _ in _sequential_outcomes(true_ratio, spread, rule)]))
+
+
+def _wrong_verdicts(true_ratio: float, spread: float, rule: str = "sequential", delta: float = 0.05) -> float:
+    """How often a comparison ends with a verdict the true ratio contradicts: ``above`` when
+    it is not above 1, ``below`` when not below, ``equivalent`` when it lies outside ±delta
+    (``unsettled`` claims nothing, so it is never wrong)."""
+    def wrong(verdict: str) -> bool:
+        return ((verdict == "above" and true_ratio <= 1) or (verdict == "below" and true_ratio >= 1)
+                or (verdict == "equivalent" and abs(true_ratio - 1) > delta))
+    return float(np.mean([wrong(v) for _, _, v in _sequential_outcomes(true_ratio, spread, rule, delta=delta)]))
 
 
 @pytest.mark.parametrize("true_ratio, spread", [(1.0, 0.05), (1.03, 0.05), (1.1, 0.1)])
 def test_sequential_seed_intervals_cover_at_95_percent_whatever_the_rule_stopped_at(true_ratio, spread):
-    assert 0.94 <= _sequential_coverage(true_ratio, spread, naive=False) <= 0.995
+    assert 0.94 <= _sequential_coverage(true_ratio, spread) <= 0.995
 
 
 def test_uncorrected_intervals_under_the_same_rule_under_cover():
-    # the check above can fail: without the per-look level the same rule covers ~92%
-    assert _sequential_coverage(1.0, 0.05, naive=True) < 0.935
+    # the check above can fail: without the per-look level the same rule covers ~89%
+    assert _sequential_coverage(1.0, 0.05, rule="naive") < 0.935
+
+
+@pytest.mark.parametrize("spread", [0.05, 0.1])
+@pytest.mark.parametrize("true_ratio", [0.97, 1.0, 1.03, 0.94, 1.06])
+def test_the_four_verdicts_are_wrong_at_most_5_percent_of_the_time(true_ratio, spread):
+    # 0.97, 1.0 and 1.03 lie inside ±5%: a side against them is the error; 0.94 and 1.06 lie
+    # just outside: a false "equivalent" is
+    assert _wrong_verdicts(true_ratio, spread) <= 0.05
+
+
+def test_the_verdict_check_can_fail():
+    # uncorrected looks name a side of 1 that is not there ~11% of the time
+    assert _wrong_verdicts(1.0, 0.05, rule="naive") > 0.08
+    # equivalence read from the estimate alone calls a 6% difference "equivalent" ~40% of the time
+    assert _wrong_verdicts(1.06, 0.05, rule="point") > 0.3
+
+
+def test_equivalence_is_an_answer_the_rule_reaches():
+    verdicts = [v for _, _, v in _sequential_outcomes(1.0, 0.05)]
+    assert verdicts.count("equivalent") / len(verdicts) > 0.8  # not left unsettled
+
+
+def test_a_ratio_verdict_reads_the_whole_interval():
+    assert stats.ratio_verdict(1.01, 1.30) == "above" and stats.ratio_verdict(0.70, 0.99) == "below"
+    assert stats.ratio_verdict(0.96, 1.04) == "equivalent"
+    assert stats.ratio_verdict(0.96, 1.06) == "unsettled"  # one end outside ±5%
+    assert stats.ratio_verdict(0.96, 1.06, delta=0.1) == "equivalent"  # the study's own delta
+    assert stats.ratio_verdict(1.01, 1.03) == "above"  # a side that excludes 1 wins
+    assert stats.ratio_verdict(math.nan, 1.1) == "none"
 
 
 def test_the_rule_stops_a_settled_comparison_and_extends_an_unsettled_one():
     assert not stats.unsettled([1.30, 1.32, 1.28, 1.31, 1.29])  # clearly above 1
-    assert not stats.unsettled([1.01, 0.99, 1.00, 1.01, 1.00])  # within 2% of 1
-    assert stats.unsettled([1.20, 0.90, 1.15, 0.95, 1.10])  # 5% away, interval across 1
+    assert not stats.unsettled([1.01, 0.99, 1.00, 1.01, 1.00])  # equivalent within ±5%
+    assert stats.unsettled([1.20, 0.90, 1.15, 0.95, 1.10])  # interval across 1, wider than ±5%
+    assert stats.unsettled([1.04, 0.96, 1.05, 0.95, 1.00])  # estimate at 1, interval ±9%: more seeds
     assert not stats.unsettled([1.20, 0.90, 1.15, 0.95, 1.10] * 4)  # the last look: no more seeds
 
 

@@ -29,6 +29,7 @@ COMMANDS = {
     "sweep": "sim.cli.sweep",
     "capacity": "sim.cli.capacity",
     "paper": "sim.cli.paper",
+    "studies": "sim.cli.studies",
     "native": "sim.cli.native",
 }
 

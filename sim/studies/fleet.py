@@ -1,7 +1,7 @@
 """The fleet study (issue 33): the cheapest fleet of each kind under contracts of growing
 tightness, with and without migration.
 
-    python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet [--jobs 2] [--readme README.md]
+    python -m sim.studies.fleet experiments/grids/fleet.yaml --out results/fleet [--jobs 2] [--readme docs/fleet.md]
 
 A fleet grid names a base config, the pools a fleet may use (one SKU each), the fleets (each
 a set of pools with the largest count tried), the
@@ -11,7 +11,7 @@ simulated cheapest first) once per contract on one results store, so a tighter c
 reuses every fleet a looser one simulated. It writes ``fleet.csv`` (one row per fleet,
 scheduler and contract: the cheapest counts and their hourly bill, or none within the
 bounds), ``fleet.png`` (the bill against the contract, a line per fleet and scheduler) and,
-with ``--readme``, the table between the README's fleet markers.
+with ``--readme``, the table between the page's fleet markers (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def run_study(grid: FleetGrid, out_dir: Path, execution: Execution) -> pd.DataFr
 
 
 def markdown(table: pd.DataFrame, contracts: dict[str, list[Slo]]) -> str:
-    """The README's table: a row per fleet and scheduler, a column per contract (loosest first)."""
+    """The page's table: a row per fleet and scheduler, a column per contract (loosest first)."""
     names = list(contracts)
     lines = [
         "| fleet | scheduler | " + " | ".join(names) + " |",

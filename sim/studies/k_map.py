@@ -1,7 +1,7 @@
 """The K map (issue 29): which conclusions about K priority tiers survive the contract, the
 cluster size and the replica model's error, read from the three capacity grids.
 
-``python -m sim.studies.k_map results/k_map [--readme README.md]`` reads ``main/``
+``python -m sim.studies.k_map results/k_map [--readme docs/k-map.md]`` reads ``main/``
 (``experiments/grids/k_map.yaml``: 16 instances, every contract), ``bands/``
 (``k_map_bands``: step time x0.9/x1.1, KV capacity -5%/+5%) and ``scale/`` (``k_map_scale``:
 4, 8 and 32 instances; its 16-instance point is main's), and writes ``conclusions.md``/``.csv`` (one row per claim), ``map.png``
@@ -12,16 +12,24 @@ Every claim is a comparison of capacity per GPU. A comparison is one of the grid
 ratios (a cell over its baseline, INFaaS++ on the same requests) or, for "more tiers", a cell
 over the same scheme at K = 1, paired seed by seed; each carries the sequential interval
 (``sim.sweep.stats.sequential_ratio``). A claim names the comparisons it reads and the side
-it expects (above 1, below 1, no difference, or no loss); in each *condition* (a contract on the
-nominal 16-instance cluster, a contract in a band, a contract at a cluster size) it comes
-out ``holds`` (every comparison's interval on its side), ``fails`` (one on the other side)
-or ``unsettled``. Its label is decided from those, in this order:
+it expects (above 1, below 1, no difference, or no loss). Each comparison's interval is read
+by ``sim.sweep.stats.ratio_verdict``: above or below 1, *equivalent* (it straddles 1 and lies
+wholly within ±delta, 5% unless ``--delta`` says otherwise), or unsettled (it straddles 1 and is
+wider). In each *condition* (a contract on the nominal 16-instance cluster, a contract in a
+band, a contract at a cluster size) a claim comes out ``holds`` (every comparison on its side),
+``fails`` (one on the other side), ``equivalent`` (none against it, and those not on its side
+are equivalent within ±delta: the schemes carry the same load, so a claimed gain or loss is
+smaller than delta) or ``unsettled``. A "no difference" claim holds on an equivalent or
+unsettled comparison alike (it claims only that the map cannot tell them apart). Its label is
+decided from those, in this order:
 
 - ``outside the map``: no condition measures it (a latency claim, or a scheme not mapped);
 - ``contract-dependent``: it holds under one contract and fails under another, at 16 instances;
 - ``scale-dependent``: it holds at one cluster size and fails at another, under one contract;
 - ``model-dependent``: it holds in one band and fails in another (or at nominal), under one contract;
 - ``robust``: it comes out the same way (holds, or fails) in every condition measured;
+- ``equivalent``: equivalent within ±delta in every condition measured;
+- ``holds or equivalent`` / ``fails or equivalent``: every condition settled, each one way or equivalent;
 - ``unsettled``: no flip, but some conditions are not settled.
 """
 
@@ -38,7 +46,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import pandas as pd
 
 from sim.config import ConfigError
-from sim.sweep.stats import sequential_ratio
+from sim.sweep.stats import EQUIVALENCE_DELTA, ratio_verdict, sequential_ratio
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
     from matplotlib.figure import Figure
@@ -50,7 +58,8 @@ README_BEGIN, README_END = "<!-- k-map:begin -->", "<!-- k-map:end -->"
 FAMILIES = ("tail", "attainment", "mean")
 LINES = (("llumnix", 1, "Llumnix-base (K = 1)"), ("llumnix", 4, "load target, K = 4"),
          ("llumnix-headroom", 4, "exponential headroom, K = 4"))
-LABELS = ("outside the map", "contract-dependent", "scale-dependent", "model-dependent", "robust", "unsettled")
+LABELS = ("outside the map", "contract-dependent", "scale-dependent", "model-dependent", "robust", "equivalent",
+          "holds or equivalent", "fails or equivalent", "unsettled")
 
 
 @dataclass
@@ -63,6 +72,7 @@ class KMap:
     searches: pd.DataFrame
     contracts: dict[str, dict]  # name -> business, family, tightness
     meta: dict[str, dict]  # part -> capacity_grid.json
+    delta: float = EQUIVALENCE_DELTA  # a ratio whose interval lies within 1 ± delta is "equivalent"
 
     def conditions(self) -> pd.DataFrame:
         return self.ratios[["part", "model", "instances", "contract"]].drop_duplicates()
@@ -80,7 +90,7 @@ def _normalise(frame: pd.DataFrame, part: str, instances: int | None) -> pd.Data
     return frame
 
 
-def load_map(folder: Path) -> KMap:
+def load_map(folder: Path, delta: float = EQUIVALENCE_DELTA) -> KMap:
     """Read the grids' tables under ``folder`` (a missing part is left out; none: an error).
     A folder that is itself one capacity grid's (``index.csv`` at its top) is read as ``main``."""
     ratios, searches, contracts, meta = [], [], {}, {}
@@ -101,7 +111,7 @@ def load_map(folder: Path) -> KMap:
     ratio_columns = ["seeds", "floored", "answers", "rate_per_gpu", "vs_baseline", "vs_baseline.ci_low", "vs_baseline.ci_high"]
     table = _main_at_scale(pd.concat(ratios, ignore_index=True)[keep + ratio_columns])
     seeds = _main_at_scale(pd.concat(searches, ignore_index=True)[keep + ["seed", "answer", "rate_per_gpu"]])
-    return KMap(table, seeds, contracts, meta)
+    return KMap(table, seeds, contracts, meta, delta)
 
 
 def _main_at_scale(frame: pd.DataFrame) -> pd.DataFrame:
@@ -119,17 +129,18 @@ def _main_at_scale(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- comparisons
-def side_of(low: float, high: float) -> str:
-    """Where an interval lies against 1: ``above``, ``below``, ``across`` (or ``none``: no interval)."""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return "none"
-    return "above" if low > 1 else "below" if high < 1 else "across"
+def side_of(low: float, high: float, delta: float = EQUIVALENCE_DELTA) -> str:
+    """Where an interval lies against 1: ``above``, ``below``, ``equivalent`` (within 1 ±
+    ``delta``), ``across`` (straddling 1, wider: unsettled) or ``none`` (no interval)."""
+    verdict = ratio_verdict(low, high, delta)
+    return "across" if verdict == "unsettled" else verdict
 
 
 def versus_baseline(kmap: KMap, scheduler: str, tiers: Sequence[int]) -> pd.DataFrame:
     """The comparisons of ``scheduler`` at each K in ``tiers`` with INFaaS++, per condition."""
     rows = kmap.ratios[(kmap.ratios["scheduler"] == scheduler) & kmap.ratios[TIERS].isin(tiers)]
-    return rows.assign(side=[side_of(lo, hi) for lo, hi in zip(rows["vs_baseline.ci_low"], rows["vs_baseline.ci_high"])])
+    sides = [side_of(lo, hi, kmap.delta) for lo, hi in zip(rows["vs_baseline.ci_low"], rows["vs_baseline.ci_high"])]
+    return rows.assign(side=sides)
 
 
 def versus_k(kmap: KMap, scheduler: str, tiers: int, over: int) -> pd.DataFrame:
@@ -148,7 +159,7 @@ def versus_k(kmap: KMap, scheduler: str, tiers: int, over: int) -> pd.DataFrame:
         ratio, low, high = sequential_ratio(ratios) if len(ratios) >= 2 else (math.nan,) * 3
         rows.append({**dict(zip(keys, condition)), "scheduler": scheduler, TIERS: tiers, "seeds": len(ratios),
                      "vs_baseline": ratio, "vs_baseline.ci_low": low, "vs_baseline.ci_high": high,
-                     "side": side_of(low, high)})
+                     "side": side_of(low, high, kmap.delta)})
     return pd.DataFrame(rows)
 
 
@@ -165,7 +176,8 @@ class Claim:
     why_outside: str = ""
 
     def verdicts(self, kmap: KMap) -> pd.DataFrame:
-        """One row per condition: holds, fails or unsettled, and the comparisons against it."""
+        """One row per condition: holds, fails, equivalent or unsettled, and the comparisons
+        against it."""
         keys = ["part", "model", "instances", "contract"]
         rows = self.comparisons(kmap) if self.comparisons is not None else pd.DataFrame()
         if rows.empty:
@@ -178,6 +190,8 @@ class Claim:
                 verdict = "fails"
             elif all(r["side"] in EXPECTS[self.expect][0] for r in records):
                 verdict = "holds"
+            elif all(r["side"] in EXPECTS[self.expect][0] | {"equivalent"} for r in records):
+                verdict = "equivalent"
             else:
                 verdict = "unsettled"
             out.append({**dict(zip(keys, condition)), "verdict": verdict, "against": ", ".join(wrong)})
@@ -187,8 +201,8 @@ class Claim:
 EXPECTS = {  # what a claim expects of its comparisons -> (the sides that bear it out, those against it)
     "above": ({"above"}, {"below"}),
     "below": ({"below"}, {"above"}),
-    "across": ({"across"}, {"above", "below"}),  # no difference
-    "not below": ({"above", "across"}, {"below"}),  # no loss
+    "across": ({"across", "equivalent"}, {"above", "below"}),  # no difference
+    "not below": ({"above", "across", "equivalent"}, {"below"}),  # no loss
 }
 
 
@@ -212,8 +226,13 @@ def label(verdicts: pd.DataFrame) -> str:
     banded = verdicts[verdicts["part"].isin(["main", "bands"])]
     if any(flips(group) for _, group in banded.groupby("contract")):
         return "model-dependent"
-    if verdicts["verdict"].nunique() == 1 and verdicts["verdict"].iloc[0] != "unsettled":
+    outcomes = set(verdicts["verdict"])
+    if outcomes in ({"holds"}, {"fails"}):
         return "robust"
+    if outcomes == {"equivalent"}:
+        return "equivalent"
+    if outcomes in ({"holds", "equivalent"}, {"fails", "equivalent"}):
+        return f"{(outcomes - {'equivalent'}).pop()} or equivalent"
     return "unsettled"
 
 
@@ -282,8 +301,8 @@ CLAIMS = (
 
 
 def conclusions(kmap: KMap, claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: its label, how many conditions it holds, fails or is unsettled
-    in, and the conditions against it (each with the comparisons that decide it)."""
+    """One row per claim: its label, how many conditions it holds, fails, is equivalent or
+    unsettled in, and the conditions against it (each with the comparisons that decide it)."""
     rows = []
     for claim in claims:
         verdicts = claim.verdicts(kmap)
@@ -295,6 +314,7 @@ def conclusions(kmap: KMap, claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
             "label": label(verdicts),
             "holds": int(counts.get("holds", 0)),
             "fails": int(counts.get("fails", 0)),
+            "equivalent": int(counts.get("equivalent", 0)),
             "unsettled": int(counts.get("unsettled", 0)),
             "cells": claim.why_outside or "; ".join(_where(r) + ": " + r["against"] for r in against.to_dict("records")),
         })
@@ -312,24 +332,27 @@ def _where(condition: dict) -> str:
 
 
 def conclusions_markdown(table: pd.DataFrame, kmap: KMap) -> str:
-    """The conclusions table as the README shows it, with the runs it rests on."""
+    """The conclusions table as docs/k-map.md shows it, with the runs it rests on."""
     seeds = {part: meta.get("seeds", []) for part, meta in kmap.meta.items()}
     runs = sum(meta.get("runs", 0) for meta in kmap.meta.values())
     lines = [
         f"{len(kmap.conditions())} conditions (contract x band x cluster size) from {runs:,} runs "
         f"({', '.join(f'{part}: {len(s)} seeds' for part, s in seeds.items())}, added where unsettled); "
-        "holds / fails / unsettled count conditions; *cells* are the conditions against the claim.",
+        f"holds / fails / equivalent (the ratio's whole interval within ±{kmap.delta:.0%}) / unsettled count "
+        "conditions; *cells* are the conditions against the claim.",
         "",
-        "| claim | from | label | holds | fails | unsettled | cells |",
-        "|---|---|---|---|---|---|---|",
+        "| claim | from | label | holds | fails | equivalent | unsettled | cells |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in table.to_dict("records"):
         shown = row["label"]
         if shown == "robust":
             shown += " (holds everywhere)" if row["fails"] == 0 else " (fails everywhere)"
+        elif "equivalent" in shown:
+            shown = shown.replace("equivalent", f"equivalent within ±{kmap.delta:.0%}")
         lines.append(
             f"| {row['claim']} | {row['source']} | **{shown}** | {row['holds']} | {row['fails']} | "
-            f"{row['unsettled']} | {row['cells'] or '–'} |"
+            f"{row['equivalent']} | {row['unsettled']} | {row['cells'] or '–'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -411,13 +434,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("folder", type=Path, help="the K map's results (main/, bands/, scale/)")
     parser.add_argument("--readme", type=Path, help=f"also rewrite the table between {README_BEGIN} and {README_END}")
     parser.add_argument("--no-plots", action="store_true", help="write the tables only")
+    parser.add_argument("--delta", type=float, default=EQUIVALENCE_DELTA,
+                        help="a ratio is 'equivalent' when its whole interval lies within 1 ± DELTA (default %(default)s)")
     args = parser.parse_args(argv)
     from sim.files import atomic_write, marked_text, replace_marked
 
     try:
         if args.readme:
             marked_text(args.readme, README_BEGIN, README_END, f"--readme {args.readme}")
-        kmap = load_map(args.folder)
+        if not 0 < args.delta < 1:
+            raise ConfigError(f"--delta: {args.delta} is not between 0 and 1")
+        kmap = load_map(args.folder, args.delta)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """The prefill/decode disaggregation study (issue 34): the ratio question and the
 interference that disaggregation removes, as Markdown and a figure.
 
-    python -m sim.studies.pd results/pd_ratio results/pd_interference [--readme README.md]
+    python -m sim.studies.pd results/pd_ratio results/pd_interference [--readme docs/pd.md]
 
 ``results/pd_ratio`` is ``llumsim capacity --grid experiments/grids/pd.yaml``. For each
 prompt length and contract it gives capacity per GPU (the highest rate meeting the contract,
@@ -11,7 +11,7 @@ colocated INFaaS++, and the best prefill:decode split. ``results/pd_interference
 token, the decode time spent waiting behind prefill iterations per output token, and P99
 time to first token at equal load, for colocated and disaggregated serving. The study
 writes ``pd_ratio.png`` into the first folder and, with ``--readme``, the text between the
-README's pd markers.
+page's pd markers (docs/pd.md).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _capacity(row: pd.Series) -> str:
 
 
 def markdown(ratios: pd.DataFrame, interference: pd.DataFrame, contracts: dict[str, list[str]]) -> str:
-    """The README's block: capacity per GPU by split for each hand-off scheme beside
+    """The page's block: capacity per GPU by split for each hand-off scheme beside
     colocated serving (each scheme's best split in bold), then the interference table."""
     splits = list(dict.fromkeys(ratios.loc[ratios["split"] != "", "split"]))
     lines = [

@@ -2,7 +2,7 @@
 on multi-turn conversations and on requests behind shared system prompts, as Markdown and a
 figure.
 
-    python -m sim.studies.sessions results/prefix_cache [--readme README.md]
+    python -m sim.studies.sessions results/prefix_cache [--readme docs/prefix-cache.md]
 
 The folder is ``llumsim sweep experiments/grids/sessions.yaml``'s results (or their compact
 copy). For each workload (the grid's parts), rate and way of serving it gives, as the mean
@@ -83,7 +83,7 @@ def _plain(value: float) -> str:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The README's block: one row per rate and serving."""
+    """The page's block (docs/prefix-cache.md): one row per rate and serving."""
     lines = [
         "| workload | rate | serving | prompt tokens found cached, % | P50 TTFT (s) | P99 TTFT (s) "
         "| mean TTFT, turn 1 (s) | turn 2 | turn 6+ | P50 TTFT vs no cache | turn 6+ vs no cache "

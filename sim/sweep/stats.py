@@ -264,11 +264,35 @@ def paired(
     return pd.concat([frame, pd.DataFrame(summary)], axis=1)
 
 
+# --------------------------------------------------------------------------- verdicts
+# A paired ratio's interval answers one of four ways. "Equivalent" is an answer a planner can
+# use (the two carry the same load within ±delta), so "unsettled" is left only to intervals too
+# wide to say either. Each study states its delta; this is the default.
+EQUIVALENCE_DELTA = 0.05
+
+
+def ratio_verdict(low: float, high: float, delta: float = EQUIVALENCE_DELTA) -> str:
+    """Where a ratio's interval ``[low, high]`` lies: ``above`` or ``below`` 1 (it excludes
+    1), ``equivalent`` (it straddles 1 and lies wholly inside ``[1 - delta, 1 + delta]``),
+    ``unsettled`` (it straddles 1 and is wider than that), or ``none`` (no interval).
+
+    A side that excludes 1 wins over equivalence: the interval then says which way the
+    difference goes, however small. The interval's coverage makes the verdict's error rate:
+    it names a wrong side or a false equivalence only when the interval misses the true ratio
+    (``tests/test_sweep_stats.py`` measures it under the sequential-seed rule)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "none"
+    if low > 1:
+        return "above"
+    if high < 1:
+        return "below"
+    return "equivalent" if 1 - delta <= low and high <= 1 + delta else "unsettled"
+
+
 # --------------------------------------------------------------------------- sequential seeds
 # A comparison starts with SEED_LOOKS[0] seeds and gets the next look's seeds only while it is
-# unsettled: its interval straddles 1 and its estimate is more than SETTLED_WITHIN from 1.
+# unsettled: its interval straddles 1 and is wider than ±EQUIVALENCE_DELTA (``ratio_verdict``).
 SEED_LOOKS = (5, 10, 15, 20)
-SETTLED_WITHIN = 0.02
 
 
 def look_level(level: float = LEVEL, looks: Sequence[int] = SEED_LOOKS) -> float:
@@ -291,11 +315,13 @@ def sequential_ratio(ratios: Sequence[float], level: float = LEVEL) -> tuple[flo
     return float(ratio), float(low), float(high)
 
 
-def unsettled(ratios: Sequence[float], level: float = LEVEL) -> bool:
+def unsettled(ratios: Sequence[float], level: float = LEVEL, delta: float = EQUIVALENCE_DELTA) -> bool:
     """Whether a comparison with these per-seed ratios gets the next look's seeds: it has not
-    had the last look, its interval straddles 1 and its estimate is more than
-    ``SETTLED_WITHIN`` away from 1 (closer, it is "no difference" for a planner either way)."""
+    had the last look and its interval is ``unsettled`` (``ratio_verdict``: straddling 1,
+    wider than ±``delta``). Seeds stop once the interval excludes 1 or shows the two
+    equivalent, the two answers a planner can act on."""
     if len(ratios) >= SEED_LOOKS[-1]:
         return False
-    ratio, low, high = sequential_ratio(ratios, level)
-    return low <= 1 <= high and abs(ratio - 1) > SETTLED_WITHIN
+    _, low, high = sequential_ratio(ratios, level)
+    return ratio_verdict(low, high, delta) == "unsettled"
+
