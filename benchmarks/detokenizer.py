@@ -33,14 +33,14 @@ The text. English documentation with code: the interpreter's own ``pydoc_data.to
 (every topic, sorted by name), encoded once; sequence i of a batch holds a different window.
 
 Figures. Per (path, batch, held tokens): the shortest step over repeats (at least 3 and 0.06
-s of them in each of 5 passes over the grid), in the CPU time of the thread that runs it (``time.thread_time``): this host
-is shared, and time another process holds the core, or load that only ever adds time, is not
-the artifact's, whose engine process had a core of its own. Caches are warm from the repeat
-before; the artifact's steps run between other work, so its cost is if anything higher.
+s of them in each of 5 passes over the grid), in the CPU time of the thread that runs it
+(``time.thread_time``): this host is shared, and the time another process holds the core is
+not the detokenizer's. Caches are warm from the repeat before; the artifact's steps run
+between other work, so its cost is if anything higher.
 "Held tokens" is what a sequence holds once the step's token is out: the step converts that
 many tokens per sequence. The grid is batch {1, 16, 64, 256} x held {1, 128, 512, 2048}
 (held 1: the per-sequence part alone); the growth with output length is held 1-2,048 at
-batch 16. Runs in about a minute and a half on one core here.
+batch 16. Runs in about two minutes on one core here (1 min 47 s, 2026-12-07).
 
 The host: this machine's CPU (printed). The artifact's host CPU is not published, so there is
 no transfer: the figures are this CPU's.
