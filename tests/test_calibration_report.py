@@ -46,6 +46,7 @@ def test_the_report_rows(report):
 
 
 REFUTED = {"transfer_holds": False, "kernel_ratio": 1.1}  # Figure 4 refutes the FlashAttention transfer
+NO_DETOKENIZER = {"rows": []}
 
 
 def test_the_report_fails_on_a_slowdown_outside_its_band():
@@ -53,7 +54,7 @@ def test_the_report_fails_on_a_slowdown_outside_its_band():
     decode = {"model": "llama-7b", "target_ratio": 2.6, "ratio": 2.6}
     check = {"role": "check", "rel_error": 0.05}
     ok = {"rows": [row], "light_decode": [decode], "references": [check], "heavy_decode": [], "heavy_prefill": [],
-          "kv_kernel": REFUTED}
+          "kv_kernel": REFUTED, "detokenizer": NO_DETOKENIZER}
     assert calibration_report.passes(ok)
     assert not calibration_report.passes({**ok, "light_decode": [{**decode, "ratio": 2.0}]})
     assert calibration_report.passes({**ok, "light_decode": [{**decode, "target_ratio": None, "ratio": 1.7}]})
@@ -61,7 +62,7 @@ def test_the_report_fails_on_a_slowdown_outside_its_band():
 
 def test_the_report_fails_on_a_light_batch_check_off_by_more_than_ten_percent():
     ok = {"rows": [], "light_decode": [], "references": [{"role": "check", "rel_error": -0.09}],
-          "heavy_decode": [], "heavy_prefill": [], "kv_kernel": REFUTED}
+          "heavy_decode": [], "heavy_prefill": [], "kv_kernel": REFUTED, "detokenizer": NO_DETOKENIZER}
     assert calibration_report.passes(ok)
     assert not calibration_report.passes({**ok, "references": [{"role": "check", "rel_error": -0.11}]})
     context = {"role": "context", "rel_error": -0.13}  # another engine: shown, not graded
@@ -77,7 +78,7 @@ def test_the_report_fails_on_a_heavy_batch_check_off_by_more_than_ten_percent():
     decode = {"weights_error": 0.09, "kv_ratio": 1.9}
     prefill = {"rel_error": -0.05}
     ok = {"rows": [], "light_decode": [], "references": [], "heavy_decode": [decode], "heavy_prefill": [prefill],
-          "kv_kernel": REFUTED}
+          "kv_kernel": REFUTED, "detokenizer": NO_DETOKENIZER}
     assert calibration_report.passes(ok)
     assert not calibration_report.passes({**ok, "heavy_decode": [{**decode, "weights_error": -0.11}]})
     assert not calibration_report.passes({**ok, "heavy_prefill": [{"rel_error": 0.12}]})

@@ -143,15 +143,6 @@ def test_the_sampler_loop_costs_what_vectorising_it_saved_per_generated_token():
     )
 
 
-def test_the_detokenizer_costs_what_vllm_measured_per_token_it_converts_again():
-    """vLLM PR #121: 0.03 s of fast-tokenizer time for 8 sequences of 128 output tokens, step k
-    converting all k tokens output so far; vLLM PR #1338's fast path, 4,096 tokens in 2 ms,
-    agrees within 10% (the per-token cost is the same operation, measured twice)."""
-    converted = 8 * sum(range(1, 129))
-    assert overheads.DETOKENIZE_PER_OUTPUT_TOKEN_MS == pytest.approx(0.03e3 / converted, rel=1e-4)
-    assert overheads.DETOKENIZE_PER_OUTPUT_TOKEN_MS == pytest.approx(2.0 / 4096, rel=0.10)
-
-
 def test_figure_10_rows_are_modelled_on_the_vectorised_engine_they_were_measured_on():
     """The table came from vLLM 0.2.0 (vectorised sampler): its rows are compared with that
     engine's CPU work, which is below the serving engine's at every batch size."""

@@ -38,7 +38,8 @@ class OverheadConfig:
     https://github.com/microsoft/vidur/blob/main/data/profiling/a40/cpu_overheads.csv
     (means, batch 8-48), plus the per-sequence sampler loop of the artifact's vLLM 0.1.2 and
     its detokenizer, which turns every batched request's whole output back into text at every
-    step (``sim/hardware/overheads.py``). The A10 calibration assumes them. A pool whose
+    step, as measured on its tokenizer stack (``sim/hardware/overheads.py``,
+    ``sim/hardware/detokenizer.py``). The A10 calibration assumes them. A pool whose
     ``base`` and ``per_request`` are left at these defaults takes its own GPU's measured line
     instead (the device entry's ``cpu_overheads`` in ``sim/hardware/skus.py``: the A10's is
     this one, the A100's and H100's an A100 host's).
@@ -46,7 +47,7 @@ class OverheadConfig:
 
     base: float = 1.6328e-3  # s per iteration
     per_request: float = 3.7305e-4  # s per request in the iteration's batch
-    per_output_token: float = 4.5422e-7  # s per output token the batched requests hold
+    per_output_token: float = 2.1086e-7  # s per output token the batched requests hold
 
     RANGES: ClassVar[dict[str, Range]] = {
         "base": Range(0.0, 1.0, "s"),

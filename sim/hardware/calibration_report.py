@@ -8,16 +8,17 @@ going through argument parsing, as ``device_validation`` is for the other GPUs.
 
 ``passes`` is false when a row is outside its acceptance bound (LLaMA-7B ±10%, LLaMA-30B
 ±15%), the LLaMA-7B heaviest/one-request decode ratio is more than 10% from the paper's 2.6×,
-a light-batch check is more than 10% off, or a heavy-batch check is more than 10% from its
-transferred measurement. The KV stream's rows are checks only where Figure 4 does not refute
-the FlashAttention-to-PagedAttention transfer (``kv_kernel_finding``).
+a light-batch check is more than 10% off, a heavy-batch check is more than 10% from its
+transferred measurement, or a measured detokenizer row is more than 10% from the serving
+engine's charge for it (``detokenizer``). The KV stream's rows are checks only where Figure 4
+does not refute the FlashAttention-to-PagedAttention transfer (``kv_kernel_finding``).
 """
 
 from __future__ import annotations
 
 import json
 
-from sim.hardware import ReplicaModel, known_models, load_replica_model
+from sim.hardware import ReplicaModel, detokenizer, known_models, load_replica_model
 from sim.hardware.calibration import (
     A10_BANDWIDTH_GB_PER_S,
     A10_FP16_TFLOPS,
@@ -115,6 +116,20 @@ def calibration(max_batched_tokens: int = 12800) -> dict:
         "kv_kernel": kv_kernel_finding(models["llama-7b"], light_decode),
         "heavy_prefill": heavy_prefill_rows(bench["llama-7b"], rows),
         "prefill_attention": prefill_attention_rows(bench["llama-7b"], rows),
+        "detokenizer": detokenizer_report(models["llama-7b"]),
+    }
+
+
+def detokenizer_report(model: ReplicaModel) -> dict:
+    """The measured detokenizer rows beside what the serving engine's replica model charges
+    per held output token, where and how they were measured, and the slow path's cost."""
+    line = detokenizer.Line(detokenizer.LINE.per_sequence_ms, model.overhead_per_output_token * 1e3)
+    return {
+        "per_sequence_ms": line.per_sequence_ms,
+        "per_held_token_ms": line.per_held_token_ms,
+        "slow_path_per_held_token_ms": detokenizer.other_path_line().per_held_token_ms,
+        "measured_on": detokenizer.provenance(),
+        "rows": detokenizer.rows(line=line),
     }
 
 
@@ -346,6 +361,7 @@ def passes(result: dict) -> bool:
         and all(heavy_within_bound(r["weights_error"]) for r in result["heavy_decode"])
         and all(kv_within_bound(result["kv_kernel"], r) for r in result["heavy_decode"])
         and all(heavy_within_bound(r["rel_error"]) for r in result["heavy_prefill"])
+        and all(map(detokenizer.within_bound, result["detokenizer"]["rows"]))
     )
 
 
@@ -432,6 +448,8 @@ def format_table(result: dict) -> str:
         )
     lines.append("")
     lines.extend(format_heavy(result))
+    lines.append("")
+    lines.extend(format_detokenizer(result["detokenizer"]))
     return "\n".join(lines)
 
 
@@ -517,3 +535,29 @@ def format_kv_kernel(finding: dict) -> list[str]:
         f"× {finding['context']} tokens (the model: ×{finding['modelled_kernel_ratio']:.2f}; "
         f"FlashAttention {finding['flash_kv_ms']:.1f} ms, model {finding['modelled_kv_ms']:.1f} ms)",
     ]
+
+
+def format_detokenizer(report: dict) -> list[str]:
+    """The measured detokenizer rows beside the serving engine's charge for them."""
+    where = report["measured_on"]
+    per_token_us = 1e3 * report["per_held_token_ms"]
+    lines = [
+        "Detokenizer of the serving engine (vLLM 0.1.2's, LLaMA fast tokenizer, transformers 4.31.0), one step, ms: "
+        f"measured by benchmarks/detokenizer.py on {where['cpu']} ({where['date']}, load {where['load']}), "
+        f"beside the line through them: {1e3 * report['per_sequence_ms']:.2f} µs per sequence (in the per-request "
+        f"line already) + {per_token_us:.4f} µs per held output token (what the engine is charged; "
+        f"±{100 * detokenizer.TOLERANCE:.0f}%)",
+        f"{'batch':>5} {'held':>5} {'measured':>9} {'per-seq':>8} {'tokens':>8} {'model':>8} {'error':>7}",
+    ]
+    for r in report["rows"]:
+        mark = "" if detokenizer.within_bound(r) else "  OUTSIDE"
+        lines.append(
+            f"{r['batch']:>5} {r['held_tokens']:>5} {r['measured_ms']:>9.3f} {r['per_sequence_ms']:>8.3f} "
+            f"{r['held_tokens_ms']:>8.3f} {r['model_ms']:>8.3f} {_percent(r['rel_error']):>7}{mark}"
+        )
+    slow_us = 1e3 * report["slow_path_per_held_token_ms"]
+    lines.append(
+        f"the slow tokenizer (not the artifact's path): {slow_us:.3f} µs per held token, "
+        f"{slow_us / per_token_us:.0f}× the fast"
+    )
+    return lines

@@ -12,7 +12,8 @@ v0.6.0 performance post describe removing exactly these stalls). So an iteration
 
 PER_REQUEST being Vidur's measured phases plus, for vLLM 0.1.x, its per-sequence sampler loop;
 the last term is vLLM 0.1.x's detokenizer, which converts every output whole at every step
-(added by the batch former, the part that knows the outputs).
+(added by the batch former, the part that knows the outputs), measured on the artifact's
+tokenizer stack (``detokenizer``).
 Which measured phases a device uses is its SKU entry's ``cpu_overheads`` (``skus``): a CSV file
 of per-batch phase times under ``data/``; ``engine_overheads`` draws the line through them.
 
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sim.hardware.catalog as catalog
+from sim.hardware import detokenizer
 
 # Vidur's A40 profile (the reference the A10 entry names): the config's default overheads and
 # the profile fit's fixed part are its line
@@ -111,24 +113,15 @@ SAMPLER_LOOP_PER_REQUEST_MS = _round(_sampler_loop_ms())
 # artifact's ``vllm/transformers_utils/tokenizer.py`` ``detokenize_incrementally`` (osdi24ae at
 # 92f6f9d) builds ``prev_output_tokens + [new_token]`` and calls ``convert_tokens_to_string`` on
 # all of it, for every sequence ``LLMEngine._decode_sequences`` walks (``vllm/engine/llm_engine.py``
-# lines 475-487); with transformers 4.31.0 (its requirements.txt) the LLaMA fast tokenizer takes
-# that one call. So a step costs this much CPU per output token its requests hold. Measured:
-# vLLM PR #121 (2023-05-23), the change that made the scheme exactly this one, with a fast
-# tokenizer (OPT-13B, batch 8, input 32, output 128): 0.03 s of tokenizer time in the run, over
-# 8 sequences × (1 + 2 + … + 128) tokens converted. Cross-check: vLLM PR #1338 (2023-10-13)
-# converts 4,096 tokens in 2 ms on its fast path (0.49 µs a token). vLLM 0.2.0 (the Figure 10
-# bench) converts only a few tokens around the new one (prefix and read offsets, PR #984).
-PR_121_TOKENIZER_S = 0.03
-PR_121_BATCH_OUTPUT = (8, 128)
-
-
-def _detokenize_per_output_token_ms() -> float:
-    batch, output = PR_121_BATCH_OUTPUT
-    converted = batch * output * (output + 1) // 2  # step k converts the k tokens output so far
-    return PR_121_TOKENIZER_S * 1e3 / converted
-
-
-DETOKENIZE_PER_OUTPUT_TOKEN_MS = _round(_detokenize_per_output_token_ms())
+# lines 475-487). So a step costs this much CPU per output token its requests hold. Measured:
+# ``benchmarks/detokenizer.py`` runs that code as written with transformers 4.31.0 (the
+# artifact's requirements.txt) and LLaMA's tokenizer on its fast path (the artifact's), and
+# ``detokenizer`` draws the cost per held token through the rows (the per-sequence part of a
+# step is in the measured per-request line already); the CPU and versions are in the rows'
+# file, and the rows stand for the artifact's host unscaled (its CPU is not published).
+# Replaced: 0.45 µs a token, borrowed from vLLM PR #121 (OPT-13B's byte-level BPE tokenizer,
+# batch 8 of 128 tokens, another host).
+DETOKENIZE_PER_OUTPUT_TOKEN_MS = _round(detokenizer.PER_HELD_TOKEN_MS)
 
 @lru_cache(maxsize=None)
 def reference_rows(reference: str) -> dict[int, tuple[float, ...]]:
