@@ -131,3 +131,14 @@ def test_every_committed_study_has_a_record(capsys):
     assert committed and committed == recorded
     assert main(["studies"]) == 0
     assert f"{len(recorded)} studies" in capsys.readouterr().out
+
+
+def test_a_study_folder_with_its_record_is_still_a_results_folder(tmp_path):
+    # a remake compacts into the committed folder, which holds the study's record beside the
+    # results: the record must not make the folder look like someone else's
+    from sim.studies.catalog import MANIFEST
+    from sim.sweep.folder import prepare_results_folder
+
+    (tmp_path / "index.parquet").write_bytes(b"")
+    (tmp_path / MANIFEST).write_text("{}")
+    assert prepare_results_folder(tmp_path) == tmp_path.resolve()

@@ -17,6 +17,7 @@ RESULTS_FILES = frozenset(
         "aggregate.parquet",
         "aggregate.csv",
         "sweep.json",  # sim.sweep.runner
+        "study.json",  # a committed study's record (sim.studies.catalog.MANIFEST)
         "capacity.json",  # sim.sweep.capacity
         "capacity_grid.json",  # sim.sweep.capacity_grid
         "fleet.json",  # sim.sweep.fleet (and fleet-<contract>.json: a fleet study's searches)
