@@ -1,6 +1,7 @@
 """``llumsim calibrate``: the A10 calibration report (``sim.hardware.calibration_report``),
 or with ``--device`` another GPU's validation (``sim.hardware.device_validation``), as a
-table or one JSON document; exit status 1 unless the report passes.
+table or one JSON document; exit status 1 unless the report passes, 2 on bad input (an
+unknown device, an option out of range, a plot path that cannot be written).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim.config import ConfigError
+    from sim.files import check_output_file
+    from sim.hardware.predictor_settings import MAX_TOKENS
+
+    if not 1 <= args.max_batched_tokens <= MAX_TOKENS:  # bad input: exit 2, before any work
+        raise ConfigError(f"--max-batched-tokens: must be in 1..{MAX_TOKENS} (the profiled range), got {args.max_batched_tokens}")
+    if args.plot:
+        check_output_file(args.plot, "--plot")
     if args.device != DEFAULT_DEVICE:
         return run_device(args)
     result = calibration_report.calibration(args.max_batched_tokens)
@@ -42,14 +51,15 @@ def run(args: argparse.Namespace) -> int:
 def run_device(args: argparse.Namespace) -> int:
     """``--device``: that GPU's validation rows (``device_validation``); exit 1 unless each
     check is within its bound."""
+    from sim.config import ConfigError
     from sim.hardware import device_validation
     from sim.hardware.catalog import UnknownHardwareError
 
     if args.plot:
-        raise SystemExit("llumsim calibrate: --plot draws the A10 table; it has no --device form")
+        raise ConfigError("--plot: draws the A10 table; it has no --device form")
     try:
         result = device_validation.validation(args.device)
-    except UnknownHardwareError as error:
-        raise SystemExit(f"llumsim calibrate: {error}") from None
+    except UnknownHardwareError as error:  # bad input (exit 2), not a verdict (exit 1)
+        raise ConfigError(f"--device: {error}") from None
     print(json.dumps(result, indent=2) if args.json else device_validation.format_validation(result))
     return 0 if device_validation.passes(result) else 1

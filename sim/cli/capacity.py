@@ -148,7 +148,7 @@ def fleet_bounds(items: list[str]) -> dict[str, int]:
     bounds: dict[str, int] = {}
     for item in items:
         name, _, count = item.partition("=")
-        if not name or not count.isdigit():
+        if not name or not (count.isascii() and count.isdecimal()):  # '²' is a digit int() refuses
             raise ConfigError(f"--fleet {item!r}: write POOL=N, N a whole number (e.g. a10s=8)")
         if name in bounds:
             raise ConfigError(f"--fleet: pool {name} is named twice")
