@@ -7,11 +7,9 @@ keeps the list whole."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.test_bad_inputs import exits_2_with_one_line
+from tests.test_bad_inputs import refused_run
 
 BASE = "name: bad-input\ncluster: {instances: 2}\nworkload: {source: synthetic, num_requests: 20}\n"
 PD_BASE = (
@@ -100,13 +98,7 @@ ADDED_SINCE_2026_12_02 = (
 
 @pytest.mark.parametrize(("base", "overrides", "expected"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
 def test_a_bad_value_of_a_new_key_exits_2_naming_it(base, overrides, expected, tmp_path, capsys):
-    config = tmp_path / "c.yaml"
-    config.write_text(base)
-    argv = ["run", str(config), "--quiet", "--out", str(tmp_path / "out")]
-    for override in overrides:
-        argv += ["--set", override]
-    assert expected in exits_2_with_one_line(argv, capsys)
-    assert sorted(os.listdir(tmp_path)) == ["c.yaml"]  # nothing written
+    assert expected in refused_run(base, overrides, tmp_path, capsys)
 
 
 def test_every_key_added_since_2026_12_02_has_a_bad_value_case():
