@@ -78,6 +78,22 @@ def check_output_folder(out_dir: Path | str, kind: str, owned: Callable[[Path], 
     return final
 
 
+def check_output_file(path: Path | str, flag: str) -> Path:
+    """A file a command will write at ``path`` (a ``--plot FILE``), checked before the work
+    that draws it: its folder exists and is one, and the path is not a folder. A ConfigError
+    names ``flag`` and the path. Nothing is created."""
+    final = Path(path).expanduser()
+    folder = final.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ConfigError(f"{flag} {path}: its folder {folder} {what}; create it first")
+    if final.is_dir():
+        raise ConfigError(f"{flag} {path}: is a folder; name a file")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"{flag} {path}: cannot write in {folder}")
+    return final
+
+
 def make_folder(folder: Path, where: str) -> None:
     """Create ``folder`` (and its parents) and prove it writable with a temporary file; a
     ConfigError naming ``where`` if not."""

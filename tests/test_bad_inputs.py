@@ -243,15 +243,22 @@ def exits_2_with_one_line(argv: list[str], capsys) -> str:
     return err
 
 
-@pytest.mark.parametrize(("overrides", "expected"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
-def test_a_bad_value_exits_2_naming_the_key(overrides, expected, tmp_path, capsys):
+def refused_run(base: str, overrides: list[str], tmp_path, capsys) -> str:
+    """``llumsim run`` of ``base`` with ``overrides`` exits 2 with one line (returned) and
+    writes nothing: no run folder, no staging left behind."""
     config = tmp_path / "c.yaml"
-    config.write_text(BASE)
+    config.write_text(base)
     argv = ["run", str(config), "--quiet", "--out", str(tmp_path / "out")]
     for override in overrides:
         argv += ["--set", override]
-    assert expected in exits_2_with_one_line(argv, capsys)
-    assert sorted(os.listdir(tmp_path)) == ["c.yaml"]  # no run folder, no staging left behind
+    line = exits_2_with_one_line(argv, capsys)
+    assert sorted(os.listdir(tmp_path)) == ["c.yaml"]
+    return line
+
+
+@pytest.mark.parametrize(("overrides", "expected"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
+def test_a_bad_value_exits_2_naming_the_key(overrides, expected, tmp_path, capsys):
+    assert expected in refused_run(BASE, overrides, tmp_path, capsys)
 
 
 @pytest.mark.parametrize(("content", "expected"), BAD_CONFIG_FILES.values(), ids=BAD_CONFIG_FILES.keys())

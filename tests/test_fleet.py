@@ -8,6 +8,7 @@ same contract.
 
 from __future__ import annotations
 
+import json
 from itertools import product
 from pathlib import Path
 
@@ -322,3 +323,41 @@ def test_an_answer_at_a_bound_says_no_larger_fleet_confirmed_it(tmp_path, capsys
                  "--out", str(tmp_path / "out"), "--slo", "prefill_latency.p99<=20"])
     out = capsys.readouterr().out
     assert code == 0 and "at the bound of" in out
+
+
+# -- fleets the search makes up: checked apart from the user's config -----------------------
+
+SMALL = """
+name: made_up
+workload: {{source: synthetic, num_requests: 30, arrival: {{process: poisson, rate: 2.0}}}}
+{rest}
+"""
+
+
+@pytest.mark.parametrize(
+    ("rest", "most", "best", "skipped", "reason"),
+    [
+        (
+            "pools:\n  - {name: p, instances: 1, role: prefill}\n  - {name: d, instances: 1, role: decode}\n",
+            {"p": 1, "d": 1}, (1, 1), [(0, 1), (1, 0)], "pools[*].role: ",
+        ),
+        (
+            "cluster: {instances: 3}\nfaults: [{kind: instance_failure, at: 1.0, instance: 2, on_failure: retry}]\n",
+            {"cluster": 3}, (3,), [(1,), (2,)], "faults[0].instance: no instance 2 at start",
+        ),
+    ],
+    ids=["role pools", "a fault on instance 2"],
+)
+def test_a_fleet_that_cannot_exist_is_skipped_and_counted_not_the_users_error(tmp_path, rest, most, best, skipped, reason):
+    """A PD fleet without its decode (or prefill) pool, and a fleet smaller than the instance
+    a fault fails, are fleets the search made up: each was reported as the user's config
+    breaking a rule, and ended the search."""
+    path = tmp_path / "c.yaml"
+    path.write_text(SMALL.format(rest=rest))
+    config = load_config(path)
+    result = search_fleet(config, [parse_slo("e2e_latency.mean<=1000")], most, tmp_path / "search")
+    assert result.best == best
+    assert sorted(result.skipped) == skipped
+    assert all(text.startswith(reason) or reason in text for text in result.skipped.values())
+    written = json.loads((tmp_path / "search" / "fleet.json").read_text())["skipped"]
+    assert len(written) == len(skipped)

@@ -152,9 +152,14 @@ def test_calibrate_device_prints_independent_measurements_of_that_gpu(calibrate_
         assert r["unexplained_ms_per_iteration"] * r["output_tokens"] == pytest.approx(r["measured_ms"] - r["predicted_ms"])
 
 
-def test_calibrate_device_names_an_unknown_gpu(calibrate_device):
-    with pytest.raises(SystemExit, match="unknown device 'h200'; known devices: a10, "):
-        calibrate_device("--device", "h200")
+def test_calibrate_device_names_an_unknown_gpu_as_bad_input(capsys):
+    """Exit 2 and one line (bad input), not the 1 of "measurements miss the model"."""
+    from sim.cli.main import main
+
+    assert main(["calibrate", "--device", "h200"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("llumsim: error: --device: unknown device 'h200'; known devices: a10, ")
+    assert len(err.splitlines()) == 1
 
 
 def test_a_pool_left_at_the_default_cpu_line_takes_its_own_gpus(monkeypatch):

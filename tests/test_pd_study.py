@@ -39,4 +39,4 @@ def test_the_study_refuses_a_folder_that_is_not_its_kind(tmp_path, capsys):
     from sim.studies import pd as study
 
     assert study.main([str(tmp_path), str(tmp_path)]) == 2
-    assert "no capacity_grid.json, so not a capacity grid's results" in capsys.readouterr().err
+    assert "no capacity_grid.json, so not llumsim capacity --grid experiments/grids/pd.yaml's results" in capsys.readouterr().err

@@ -34,4 +34,4 @@ def test_the_study_refuses_a_folder_that_is_not_a_sweeps(tmp_path, capsys):
     from sim.studies import sessions as study
 
     assert study.main([str(tmp_path)]) == 2
-    assert "no sweep.json, so not a sweep's results" in capsys.readouterr().err
+    assert "no sweep.json, so not llumsim sweep experiments/grids/sessions.yaml's results" in capsys.readouterr().err

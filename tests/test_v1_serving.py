@@ -187,3 +187,15 @@ def test_flash_decode_attention_is_the_measured_kernel_carried_by_bytes_and_band
     assert h100[64][2] == pytest.approx(measured[64][2] * 2039 / 3350)
     assert np.nanmin(table("llama-3.1-8b", "a100_80gb")) == pytest.approx(0.012)
     assert table("llama-3.1-8b", "a100_80gb")[128][1] == pytest.approx(0.38 * 64 / 256)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--device", "tpu9"], "llumsim: error: --device: unknown device 'tpu9'"),
+        (["--device", "h100_80gb", "--model", "llama-9b"], "llumsim: error: --model: 'llama-9b' is not a model of h100_80gb"),
+    ],
+)
+def test_calibrate_v1_answers_bad_input_with_exit_2_before_any_run(argv, message, capsys):
+    assert main(["calibrate", "--engine", "vllm-v1", *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -30,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from sim.bench.holdout import format_held_out, held_out_checks
     from sim.bench.migration import format_rows, plot_rows, rows_as_dicts, run_bench
+    from sim.files import check_output_file
 
+    if args.plot:
+        check_output_file(args.plot, "--plot")
     rows = run_bench(args.models or ("llama-7b", "llama-30b"))
     checks = held_out_checks() if args.held_out else []
     if args.json:

@@ -2,7 +2,8 @@
 with ``--device`` another GPU's validation (``sim.hardware.device_validation``), or with
 ``--engine vllm-v1`` vLLM V1 against published serving runs on a GPU
 (``sim.bench.v1_serving``), as a table or one JSON document; exit status 1 unless the
-report passes.
+report passes, 2 on bad input (an unknown device, an option out of range, a plot path that
+cannot be written).
 """
 
 from __future__ import annotations
@@ -37,10 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim.config import ConfigError
+    from sim.files import check_output_file
+    from sim.hardware.predictor_settings import MAX_TOKENS
+
+    if not 1 <= args.max_batched_tokens <= MAX_TOKENS:  # bad input: exit 2, before any work
+        raise ConfigError(f"--max-batched-tokens: must be in 1..{MAX_TOKENS} (the profiled range), got {args.max_batched_tokens}")
+    if args.plot:
+        check_output_file(args.plot, "--plot")
     if args.engine == "vllm-v1":
         return run_v1(args)
     if args.model:
-        raise SystemExit("llumsim calibrate: --model selects published V1 runs; it needs --engine vllm-v1")
+        raise ConfigError("--model: selects published V1 runs; it needs --engine vllm-v1")
     if args.device != DEFAULT_DEVICE:
         return run_device(args)
     result = calibration_report.calibration(args.max_batched_tokens)
@@ -56,15 +65,16 @@ def run(args: argparse.Namespace) -> int:
 def run_device(args: argparse.Namespace) -> int:
     """``--device``: that GPU's validation rows (``device_validation``); exit 1 unless each
     check is within its bound."""
+    from sim.config import ConfigError
     from sim.hardware import device_validation
     from sim.hardware.catalog import UnknownHardwareError
 
     if args.plot:
-        raise SystemExit("llumsim calibrate: --plot draws the A10 table; it has no --device form")
+        raise ConfigError("--plot: draws the A10 table; it has no --device form")
     try:
         result = device_validation.validation(args.device)
-    except UnknownHardwareError as error:
-        raise SystemExit(f"llumsim calibrate: {error}") from None
+    except UnknownHardwareError as error:  # bad input (exit 2), not a verdict (exit 1)
+        raise ConfigError(f"--device: {error}") from None
     print(json.dumps(result, indent=2) if args.json else device_validation.format_validation(result))
     return 0 if device_validation.passes(result) else 1
 
@@ -73,13 +83,18 @@ def run_v1(args: argparse.Namespace) -> int:
     """``--engine vllm-v1``: the device's published V1 runs played again (``sim.bench.v1_serving``);
     exit 1 unless each check row is within ±15%."""
     from sim.bench import v1_serving
-    from sim.hardware.catalog import UnknownHardwareError
+    from sim.config import ConfigError
+    from sim.hardware.catalog import LAYOUTS
 
     if args.plot:
-        raise SystemExit("llumsim calibrate: --plot draws the A10 table; it has no --engine vllm-v1 form")
-    try:
-        result = v1_serving.validation(args.device, args.model)
-    except UnknownHardwareError as error:
-        raise SystemExit(f"llumsim calibrate: {error}") from None
+        raise ConfigError("--plot: draws the A10 table; it has no --engine vllm-v1 form")
+    # bad input (exit 2), not a verdict (exit 1)
+    devices = sorted({layout.device for layout in LAYOUTS})
+    if args.device not in devices:
+        raise ConfigError(f"--device: unknown device {args.device!r}; known devices: {', '.join(devices)}")
+    models = sorted({layout.model for layout in LAYOUTS if layout.device == args.device})
+    if args.model is not None and args.model not in models:
+        raise ConfigError(f"--model: {args.model!r} is not a model of {args.device} (its models: {', '.join(models)})")
+    result = v1_serving.validation(args.device, args.model)
     print(json.dumps(result, indent=2) if args.json else v1_serving.format_validation(result))
     return 0 if v1_serving.passes(result) else 1

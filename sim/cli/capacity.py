@@ -148,7 +148,7 @@ def fleet_bounds(items: list[str]) -> dict[str, int]:
     bounds: dict[str, int] = {}
     for item in items:
         name, _, count = item.partition("=")
-        if not name or not count.isdigit():
+        if not name or not (count.isascii() and count.isdecimal()):  # '²' is a digit int() refuses
             raise ConfigError(f"--fleet {item!r}: write POOL=N, N a whole number (e.g. a10s=8)")
         if name in bounds:
             raise ConfigError(f"--fleet: pool {name} is named twice")
@@ -182,6 +182,9 @@ def run_fleet(args: argparse.Namespace, config, slos) -> int:
     print(f"\ncost/latency frontier of the fleets evaluated ({first.name}):")
     for cost, value in frontier(pairs):
         print(f"  ${cost:.2f}/hour: {value:.3f}")
+    if result.skipped:
+        first = next(iter(result.skipped.values()))
+        print(f"skipped {len(result.skipped)} fleets that cannot exist (first: {first})")
     print(f"wrote fleet.json and runs/ to {out_dir}/")
     if result.best is None:
         print(f"\nno fleet within {', '.join(f'{p.name}<={p.most}' for p in result.pools)} meets the SLOs "

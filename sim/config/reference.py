@@ -30,9 +30,12 @@ Generated from the schema by `python -m sim.config.reference > docs/configuratio
 (`tests/test_config_reference.py` fails when this file is not what the command writes): every
 key a run config accepts, by section — its type, its default, the range of values it accepts
 (`RANGES` in its section's dataclass; a value outside stops the run with exit code 2 naming the
-key) and the comment beside it in [`sim/config/schema.py`](../sim/config/schema.py),
+key), the comment beside it in [`sim/config/schema.py`](../sim/config/schema.py),
 [`workload_schema.py`](../sim/config/workload_schema.py) or
-[`slo_schema.py`](../sim/config/slo_schema.py). `null` means unset; a section marked
+[`slo_schema.py`](../sim/config/slo_schema.py), and for a key that means something only
+beside another, what it **needs** (`NEEDS` in its section: without it the key is refused, or
+ignored and said so in the run's header and `summary.json`'s `ignored`;
+[`sim/config/prerequisites.py`](../sim/config/prerequisites.py)). `null` means unset; a section marked
 *optional* is absent unless given. How the sections fit together, with examples:
 [running.md](running.md#using-it) (*Configuration*).
 """
@@ -110,7 +113,13 @@ def _key(cls: type, f: dataclasses.Field, hint: Any) -> Key:
     else:
         default = "required"
     span = f"{allowed.interval()} {allowed.unit}".strip() if allowed else ""
-    return Key(f.name, _type(hint), default, span, _comment(cls, f.name))
+    meaning = _comment(cls, f.name)
+    needs = getattr(cls, "NEEDS", {}).get(f.name)
+    if needs is not None:  # its prerequisite (sim.config.prerequisites)
+        without = "refused" if needs.refuse else "ignored, and the run says so"
+        which = f" (as {', '.join(f'`{v}`' for v in needs.values)})" if needs.values else ""
+        meaning += f" **Needs**{which} {needs.what}; without it {without}."
+    return Key(f.name, _type(hint), default, span, meaning.strip())
 
 
 def _type(hint: Any) -> str:

@@ -15,6 +15,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Literal, Optional
 
 from sim.config.loader import OMIT_WHEN_DEFAULT, OMIT_WHEN_EMPTY
+from sim.config.prerequisites import Needs, check as check_prerequisites
 from sim.config.ranges import (
     DURATION,
     FRACTION,
@@ -28,6 +29,21 @@ from sim.config.ranges import (
 )
 from sim.config.slo_schema import SloConfig
 from sim.config.workload_schema import WorkloadConfig
+
+# the ledger that keeps a prefix cache (sim.instance.parts.LEDGERS)
+PREFIX_CACHING = "prefix-caching"
+# dispatch rules that rank instances by the cached prefix each holds (those whose class says
+# ``reads_cache``; tests/test_prerequisites.py keeps the two lists one)
+CACHE_READING_DISPATCH = ("cache-aware",)
+
+
+def _caches(config: "SimulationConfig") -> bool:
+    """Some pool keeps a prefix cache."""
+    return any(pool.ledger == PREFIX_CACHING for pool in config.instance_pools())
+
+
+_NEEDS_CACHE = f"cluster.ledger: {PREFIX_CACHING} (pools[*].ledger) in some pool"
+
 
 @dataclass
 class OverheadConfig:
@@ -246,6 +262,10 @@ class SchedulerConfig:
         "source_below": FREENESS,
         "destination_above": FREENESS,
     }
+    NEEDS: ClassVar[dict[str, Needs]] = {
+        "dispatch": Needs(_NEEDS_CACHE + " (it ranks instances by their cached prefix)", _caches,
+                          values=CACHE_READING_DISPATCH),
+    }
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -299,6 +319,7 @@ class MigrationConfig:
         "colocated_slowdown": Range(0.0, 1.0, open_high=True),
         "prealloc_timeout": Range(0.0, 3600.0, "s", open_low=True),
     }
+    NEEDS: ClassVar[dict[str, Needs]] = {"skip_cached": Needs(_NEEDS_CACHE, _caches)}
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -368,6 +389,7 @@ class AutoscaleConfig:
         "min_instances": INSTANCES,
         "max_instances": INSTANCES,
     }
+    NEEDS: ClassVar[dict[str, Needs]] = {"pool": Needs("autoscale.enabled: true", lambda run: run.autoscale.enabled)}
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -483,6 +505,10 @@ class CostConfig:
     sku_prices: bool = field(default=False, metadata={OMIT_WHEN_DEFAULT: True})
 
     RANGES: ClassVar[dict[str, Range]] = {"gpu_hour_price": Range(0.0, 1e6)}
+    NEEDS: ClassVar[dict[str, Needs]] = {
+        "gpu_hour_price": Needs("cost.sku_prices: false (per-SKU list prices replace a flat price)",
+                                lambda run: not run.cost.sku_prices, refuse=True),
+    }
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -538,6 +564,7 @@ class SimulationConfig:
         self._check_scaling_bounds(instances)
         self._check_tier_lists()
         self._check_slo_tiers()
+        check_prerequisites(self)  # refuses an option that contradicts the run without its prerequisite
         for index, fault in enumerate(self.faults):
             require(
                 fault.kind != "instance_failure" or fault.instance < instances,

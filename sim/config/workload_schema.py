@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Optional
 
 from sim.config.loader import OMIT_WHEN_EMPTY
+from sim.config.prerequisites import Needs
 from sim.config.ranges import FRACTION, TOKENS, Range, check_ranges, require
 
 
@@ -197,6 +198,9 @@ class SystemPromptConfig:
     RANGES: ClassVar[dict[str, Range]] = {
         "tokens": Range(0, 1_000_000, "tokens"),
         "prompts": Range(1, 1_000_000, "prompts"),
+    }
+    NEEDS: ClassVar[dict[str, Needs]] = {
+        "prompts": Needs("workload.system_prompt.tokens > 0", lambda run: run.workload.system_prompt.tokens > 0),
     }
 
     def __post_init__(self) -> None:

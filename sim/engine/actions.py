@@ -83,15 +83,19 @@ class EngineActions:
         return self.cluster.pool_names
 
     def add_instance(self, pool_name: str, billed_from: Optional[float] = None) -> int:
+        self.kernel.wake()  # the tick has work again: the cluster changed
         return self.cluster.add_instance(pool_name, billed_from)
 
     def drain(self, instance_id: int) -> None:
+        self.kernel.wake()  # the tick has work again: the cluster changed
         self.cluster.drain(instance_id)
 
     def undrain(self, instance_id: int) -> None:
+        self.kernel.wake()  # the tick has work again: the cluster changed
         self.cluster.undrain(instance_id)
 
     def fail(self, instance_id: int) -> list[Request]:
+        self.kernel.wake()  # the tick has work again: the cluster changed
         return self.cluster.fail(instance_id)
 
     def dispatch(self, request: Request) -> None:
@@ -101,6 +105,7 @@ class EngineActions:
         self.kernel.end_request(request, reason)
 
     def set_scheduler_down(self, fallback: Optional[str]) -> None:
+        self.kernel.wake()
         self.dispatcher.scheduler_down(fallback, self.cluster.reports)
         down = not self.dispatcher.scheduler_up
         if self.step_reports is not None:

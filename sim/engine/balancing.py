@@ -46,6 +46,14 @@ class Balancer:
             self.scheduler.observe(reports)
             self.report_rounds += 1
 
+    def slept(self, rounds: int) -> None:
+        """The tick slept through ``rounds`` report rounds of an idle cluster (each would have
+        delivered the same idle reports): they count toward the pairing cadence all the same,
+        so pairing keeps its phase. The scheduler stayed up or down throughout: either
+        change wakes the tick."""
+        if self.scheduler_up():
+            self.report_rounds += rounds
+
     def pair_on_cadence(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
         """The tick's job: a pairing round every ``pairing_every`` report rounds (per-step
         reports count their own, ``sim.cluster.step_reports``)."""

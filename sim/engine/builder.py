@@ -232,6 +232,25 @@ def build(
     )
 
 
+def cluster_idle(parts: Parts) -> Callable[[], bool]:
+    """Whether the tick may sleep: no request in flight, no migration or hand-off under way,
+    no instance draining, and nothing that acts on the clock alone — an auto-scaler (it
+    scales an idle cluster in) or the adaptive-headroom controller (its windows are time)
+    keep the tick running. What ends a sleep wakes the kernel (``Kernel.wake``)."""
+    if parts.scaler is not None or parts.headroom is not None:
+        return lambda: False
+    kernel, cluster, launcher = parts.kernel, parts.cluster, parts.migrations
+    return lambda: not kernel.in_flight and not cluster.draining and not launcher.in_flight_processes()
+
+
+def tick_slept(parts: Parts) -> Callable[[int], None]:
+    """What hears the report rounds a sleeping tick skipped: the pairing cadence of periodic
+    reports (per-step reports count their own)."""
+    if parts.scheduler.reports_per_step:
+        return lambda rounds: None
+    return parts.balancer.slept
+
+
 def _candidate(rule, normal_tier: int, llumlet):
     """The request a source llumlet moves (the run's candidate rule over its batch)."""
     return rule(llumlet.batches, normal_tier)

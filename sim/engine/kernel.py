@@ -1,6 +1,7 @@
 """The discrete-event kernel: the clock and the run's own processes — arrivals (a
 conversation's later turns, and a workload's stages, each after the one before ended), the tick that runs the parts' jobs every
-``load_report_interval``, and the count of requests ended (INV-3 ends-once). It carries out
+``load_report_interval`` while the cluster has something to do, and the count of requests
+ended (INV-3 ends-once). It carries out
 nothing itself: dispatch is the dispatcher's, each tick job belongs to the part it concerns
 (``sim.engine.builder`` lists them in order), and the instances' step loops are their own
 (``sim.engine.instances``).
@@ -13,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
+import numpy as np
 import simpy
 
 from sim.engine.sections import result_section
@@ -27,6 +29,37 @@ if TYPE_CHECKING:
 # a tick job: called with the tick's time and, when some job reads them this tick, every live
 # instance's report
 TickJob = Callable[[float, Optional[dict[int, LoadReport]]], None]
+
+# grid times computed at once while the tick catches up with a long sleep (8 MiB of floats)
+_GRID_CHUNK = 1 << 20
+
+
+def grid_after(start: float, step: float, until: float) -> tuple[float, int]:
+    """The first of ``start``, ``start + step``, ``(start + step) + step``, … at or after
+    ``until`` — added one step at a time, as the tick's own timeouts add them, so a tick that
+    slept lands on the times it would have run at, to the last bit — and how many come
+    before it. ``np.add.accumulate`` adds left to right as that loop does, a chunk at once,
+    so a day of 1-ms ticks takes milliseconds."""
+    time, before = start, 0
+    while time < until:
+        count = min(_GRID_CHUNK, int((until - time) / step) + 2)
+        grid = np.add.accumulate(np.concatenate(([time], np.full(count, step))))
+        first = int(np.searchsorted(grid, until, side="left"))  # grid[first] >= until
+        if first < len(grid):
+            return float(grid[first]), before + first
+        time, before = float(grid[-1]), before + count
+    return time, before
+
+
+def delay_to(now: float, when: float) -> float:
+    """A timeout delay that lands at ``when``: simpy schedules at ``now + delay``, which
+    ``when - now`` can miss by a rounding. Where no float sum ``now + delay`` equals
+    ``when`` (a sum halfway between two floats rounds to the even one) it lands on the float
+    just after it — never before."""
+    delay = max(when - now, 0.0)
+    while now + delay < when:
+        delay += math.ulp(when)  # moves the sum by about one of its own units
+    return delay
 
 
 @dataclass
@@ -73,6 +106,7 @@ class Kernel:
         self.done_count = 0
         self.all_done = env.event()
         self.next_tick = 0.0  # when the tick next runs (periodic reports are due then)
+        self._asleep: Optional[simpy.Event] = None  # the tick sleeps until it triggers (``wake``)
         # conversations: what each request's tokens are (a prefix cache's identity of its
         # blocks) and the turn each request's end lets arrive (sim.workload.sessions)
         sharing = workload.sharing
@@ -174,7 +208,13 @@ class Kernel:
 
     def _arrive(self, group: list[Request]) -> None:
         self.requests.extend(group)
+        self.wake()
         self.dispatch(group)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests arrived and not ended."""
+        return len(self.requests) - self.done_count
 
     def _next_turn(self, index: int):
         """A conversation's next turn: its message a think time after the last answer ended."""
@@ -213,13 +253,21 @@ class Kernel:
         jobs: Sequence[TickJob],
         live: Mapping[int, "InstanceRuntime"],
         wants_reports: Callable[[float], bool],
+        idle: Callable[[], bool] = lambda: False,
+        slept: Callable[[int], None] = lambda rounds: None,
     ):
         """Every ``interval``: one snapshot of the live instances' reports when
         ``wants_reports`` says a job reads one this tick (with per-step reports an idle
-        cluster costs no report per tick), then each job in turn, in order."""
+        cluster costs no report per tick), then each job in turn, in order. After a tick
+        that finds the cluster ``idle`` (nothing in flight, nothing that acts on the clock:
+        ``sim.engine.builder.cluster_idle``) it sleeps until ``wake`` — no report round, job
+        or sample while nothing can change — and resumes at the next time of its own grid;
+        ``slept`` hears how many rounds it skipped. An idle stretch of a day costs what
+        one tick costs, not a day of ticks."""
         interval = self.interval
+        env = self.env
         while True:
-            now = self.env.now
+            now = env.now
             reports = (
                 {instance_id: r.llumlet.reporter.report() for instance_id, r in live.items()}
                 if wants_reports(now)
@@ -228,7 +276,22 @@ class Kernel:
             for job in jobs:
                 job(now, reports)
             self.next_tick = now + interval
-            yield self.env.timeout(interval)
+            if not idle():
+                yield env.timeout(interval)
+                continue
+            self._asleep = env.event()
+            yield self._asleep
+            self._asleep = None
+            self.next_tick, skipped = grid_after(self.next_tick, interval, env.now)
+            slept(skipped)
+            yield env.timeout(delay_to(env.now, self.next_tick))
+            self.next_tick = env.now  # the grid's time, or the float after it (``delay_to``)
+
+    def wake(self) -> None:
+        """Something may give the tick work again (a request arrived, an instance came,
+        left or drained, the scheduler went down or up): a sleeping tick resumes."""
+        if self._asleep is not None and not self._asleep.triggered:
+            self._asleep.succeed()
 
 
 def _stage_records(run: Any) -> Optional[list[StageRecord]]:

@@ -72,7 +72,10 @@ def check_names(config: SimulationConfig) -> NamedRules:
             f"{settings.reports} ({chosen}), which report every instance at every tick"
         )
     if settings.pairing != NO_PAIRING:
-        _check_one_model(config)
+        chosen = "scheduler.pairing" if config.scheduler.pairing else f"the {config.scheduler.name} preset's pairing"
+        _check_one_model(config, f"this run migrates ({chosen})", "scheduler.pairing: none")
+    elif any(pool.role != "mixed" for pool in config.instance_pools()):
+        _check_one_model(config, "its pools hand requests over (pools[*].role)")
     if config.autoscale.enabled:
         scale_out_pool(config.autoscale.pool, [pool.name for pool in config.instance_pools()])
     handoff = None
@@ -118,17 +121,16 @@ def _check_mode_options(scheduler: SchedulerConfig, mode: str) -> None:
             )
 
 
-def _check_one_model(config: SimulationConfig) -> None:
-    """A migrating scheduler may move a request between any two instances, and a KV cache
-    means nothing to another model: pools of a migrating run serve one model."""
+def _check_one_model(config: SimulationConfig, moves: str, instead: str = "") -> None:
+    """A migrating scheduler may move a request between any two instances, and a hand-off
+    moves one from a prefill pool to a decode pool; a KV cache means nothing to another
+    model: pools of a run that moves KV serve one model (``moves``: why this run does)."""
     pools = config.instance_pools()
-    chosen = "scheduler.pairing" if config.scheduler.pairing else f"the {config.scheduler.name} preset's pairing"
     for index, pool in enumerate(pools):
         if pool.model != pools[0].model:
             raise ConfigError(
-                f"pools[{index}].model: {pool.model} differs from pools[0]'s {pools[0].model}, and this "
-                f"run migrates ({chosen}), which cannot move a KV cache between models; use one "
-                "model, or scheduler.pairing: none"
+                f"pools[{index}].model: {pool.model} differs from pools[0]'s {pools[0].model}, and "
+                f"{moves}, which cannot move a KV cache between models; use one model" + (f", or {instead}" if instead else "")
             )
 
 

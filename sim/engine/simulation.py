@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from sim.cluster import GlobalScheduler
 from sim.config import PoolConfig, SimulationConfig
 from sim.engine import inspection
-from sim.engine.builder import build, tick_jobs
+from sim.engine.builder import build, cluster_idle, tick_jobs, tick_slept
 from sim.engine.instances import InstanceRuntime
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.watchdog import Watchdog, stall_span
@@ -174,7 +174,13 @@ class Simulation:
         periodic = not self.scheduler.reports_per_step
         self.env.process(kernel.arrivals())
         self.env.process(
-            kernel.tick(tick_jobs(self.parts, progress), self.cluster.live, lambda now: periodic or sampler.due(now))
+            kernel.tick(
+                tick_jobs(self.parts, progress),
+                self.cluster.live,
+                lambda now: periodic or sampler.due(now),
+                cluster_idle(self.parts),
+                tick_slept(self.parts),
+            )
         )
         self.env.process(self.watchdog.watch())
         self.faults.start()

@@ -102,6 +102,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{summary['name']}  scheduler={summary['scheduler']}  {_engines(summary)}  {summary['workload']}"]
     if summary.get("engine_note"):  # runs stored before it was recorded have none
         lines.append(f"note: {summary['engine_note']} (pools[*].engine sets it)")
+    lines.extend(f"note: {line}" for line in summary.get("ignored", ()))
     req = summary["requests"]
     lines.append(
         f"requests: {req['finished']} finished, {req['aborted']} aborted, "

@@ -13,6 +13,7 @@ import pandas as pd
 import sim.metrics.features  # noqa: F401  (every feature's section registered)
 from sim import native
 from sim.config import SimulationConfig, config_hash, to_dict
+from sim.config.prerequisites import check as check_prerequisites
 from sim.engine.result import SimulationResult
 from sim.metrics.attainment import attainment_summary
 from sim.metrics.cost import cost_summary
@@ -85,6 +86,8 @@ def summarize(
         "scheduler": result.config.scheduler.name,
         "engines": {pool.name: pool.engine for pool in result.config.instance_pools()},
         "engine_note": engine_note(result.config),
+        # options set without the option they need, which had no effect (sim.config.prerequisites)
+        "ignored": check_prerequisites(result.config),
         "workload": result.workload_description,
         "interrupted": result.interrupted,
         "requests": {

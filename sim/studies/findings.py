@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from sim.presentation.markdown import markdown
+from sim.presentation.study_cli import publish, read_results_index
 from sim.sweep.index import ok_rows
 from sim.sweep.stats import paired, ratio_interval
 
@@ -396,15 +397,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a k_study results folder (index.parquet, sweep.json)")
     args = parser.parse_args(argv)
-    meta = json.loads((args.results / "sweep.json").read_text())
-    index = ok_rows(pd.read_parquet(args.results / "index.parquet"))
-    text = report(index, meta["name"], len(meta["seeds"]))
-    (args.results / "findings.md").write_text(text + "\n")
-    figure(index, args.results / f"{meta['name']}.png")
-    speedup_table(index).to_csv(args.results / "speedups.csv", index=False, float_format="%.6g")
-    print(text)
-    print(f"\nwrote findings.md, {meta['name']}.png and speedups.csv to {args.results}/")
-    return 0
+
+    def work() -> tuple[str, str]:
+        read = read_results_index(
+            args.results, "sweep.json", "a K-tier study's sweep (experiments/grids/k_study*.yaml)",
+            ("scheduler", K, MIX, RATE, PREFILL_P99),
+        )
+        meta = json.loads((args.results / "sweep.json").read_text())
+        index = ok_rows(read)
+        text = report(index, meta["name"], len(meta["seeds"]))
+        (args.results / "findings.md").write_text(text + "\n")
+        figure(index, args.results / f"{meta['name']}.png")
+        speedup_table(index).to_csv(args.results / "speedups.csv", index=False, float_format="%.6g")
+        return text, f"\nwrote findings.md, {meta['name']}.png and speedups.csv to {args.results}/"
+
+    return publish("findings", work, None, ("", ""))
 
 
 if __name__ == "__main__":

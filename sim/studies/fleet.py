@@ -124,6 +124,7 @@ def run_study(grid: FleetGrid, out_dir: Path, execution: Execution) -> pd.DataFr
                     # pools the answer uses at their bound: no larger fleet there confirmed it
                     "at_bound": "" if best is None else " ".join(at_bound(result.pools, best)),
                     "fleets_simulated": len(result.evaluated),
+                    "fleets_skipped": len(result.skipped),  # could not exist (sim.sweep.fleet)
                     "seeds": grid.seeds,
                 })
                 if execution.progress:

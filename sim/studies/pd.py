@@ -166,8 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def work() -> tuple[str, str]:
-        ratios = ratio_table(read_results_index(args.ratio, "capacity_grid.json", "a capacity grid's results"))
-        interference = interference_table(read_results_index(args.interference, "sweep.json", "a sweep's results"))
+        ratios = ratio_table(read_results_index(
+            args.ratio, "capacity_grid.json", "llumsim capacity --grid experiments/grids/pd.yaml's results",
+            (PROMPTS, OUTPUTS, "layout", "contract", "rate_per_gpu"),
+        ))
+        interference = interference_table(read_results_index(
+            args.interference, "sweep.json", "llumsim sweep experiments/grids/pd_interference.yaml's results",
+            (PROMPTS, OUTPUTS, RATE, "layout"),
+        ))
         contracts = json.loads((args.ratio / "capacity_grid.json").read_text())["contracts"]
         plot(ratios, args.ratio / "pd_ratio.png")
         return markdown(ratios, interference, contracts), f"wrote {args.ratio / 'pd_ratio.png'}"

@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def work() -> tuple[str, str]:
-        table = study_table(read_results_index(args.results, "sweep.json", "a sweep's results"))
+        table = study_table(read_results_index(
+            args.results, "sweep.json", "llumsim sweep experiments/grids/sessions.yaml's results", (RATE, SERVING)
+        ))
         plot(table, args.results / "prefix_cache.png")
         return markdown(table), f"wrote {args.results / 'prefix_cache.png'}"
 

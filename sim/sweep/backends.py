@@ -18,6 +18,13 @@ from sim.config import ConfigError, SimulationConfig
 from sim.engine.watchdog import SimulationStalled
 
 BACKENDS = ("local", "ray")
+# Ray: a task whose worker dies (killed, out of memory) runs again this many times, then its
+# runs are stored as failed, naming why; with no task ending for WATCH_SECONDS, a probe task
+# that needs no CPU must start within PROBE_SECONDS, or Ray cannot start workers (a memory
+# cap, a broken node) and every run still waiting is failed rather than waited on for ever
+RAY_RETRIES = 2
+WATCH_SECONDS = 60.0
+PROBE_SECONDS = 60.0
 
 
 class Task(NamedTuple):
@@ -138,8 +145,12 @@ def run_ray(
             )
         else:
             options.update(address=address)
-        ray.init(**options)
-    remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
+        try:
+            ray.init(**options)
+        except Exception as exc:  # Ray's own start (a node that timed out, an address refused)
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(f"--backend ray: Ray did not start ({why})") from None
+    remote = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(run_task)
     pending: dict[Any, Task] = {}
     queue = list(tasks)
     slots = jobs or int(ray.cluster_resources().get("CPU", 1))
@@ -149,15 +160,45 @@ def run_ray(
             while queue and len(pending) < window:
                 task = queue.pop(0)
                 pending[remote.remote(task)] = task
-            done, _ = ray.wait(list(pending), num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=WATCH_SECONDS)
+            if not done and not _workers_start(ray):
+                reason = f"Ray started no worker in {PROBE_SECONDS:g} s (out of memory, or a node that cannot start them)"
+                for task in [*pending.values(), *queue]:
+                    yield from ((key, RunError("error", reason)) for key in task.keys)
+                return
             for ref in done:
-                pending.pop(ref)
-                yield from ray.get(ref)
+                task = pending.pop(ref)
+                yield from _outcomes(ray, ref, task)
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
         if started:
             ray.shutdown()
+
+
+def _outcomes(ray: Any, ref: Any, task: Task) -> list[tuple[str, Outcome]]:
+    """A finished Ray task's outcomes; a task whose worker died on every try fails its runs,
+    saying so (its simulation's own errors come back as values, never raised)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        reason = f"its Ray worker died on each of {RAY_RETRIES + 1} tries ({type(exc).__name__}: {why})"
+        return [(key, RunError("error", reason)) for key in task.keys]
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def _workers_start(ray: Any) -> bool:
+    """Whether Ray can start a worker now: a task needing no CPU (so none of the busy slots)
+    returns within ``PROBE_SECONDS``."""
+    probe = ray.remote(num_cpus=0, max_retries=0)(_pid).remote()
+    ready, _ = ray.wait([probe], timeout=PROBE_SECONDS)
+    if not ready:
+        ray.cancel(probe, force=True)
+    return bool(ready)
 
 
 def execute(

@@ -144,6 +144,9 @@ class FleetResult:
     slos: list[Slo]
     best: Optional[Counts]
     evaluated: dict[Counts, Point] = field(default_factory=dict)
+    # fleets the search generated that cannot exist (a PD fleet without its decode pool, one
+    # smaller than a fault's instance): why each, skipped — never the user's config's error
+    skipped: dict[Counts, str] = field(default_factory=dict)
 
     def cost(self, counts: Counts) -> float:
         return hourly_cost(self.pools, counts)
@@ -184,11 +187,25 @@ def with_counts(config: SimulationConfig, counts: Counts, seed: int) -> Simulati
 
 
 class FleetEvaluator(Evaluator):
-    """Judges fleets at the config's rate (a fleet: one count per pool); remembers every fleet."""
+    """Judges fleets at the config's rate (a fleet: one count per pool); remembers every fleet.
+    A fleet the search made up that no config could describe is checked on its own, apart
+    from the user's config (checked before the search), skipped and counted: it does not meet
+    the contract, and is not the user's error."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.skipped: dict[Counts, str] = {}
 
     def __call__(self, counts: Counts) -> bool:
+        if counts in self.skipped:
+            return False
         if counts not in self.points:
-            configs = [with_counts(self.config, counts, seed) for seed in self.seeds]
+            try:
+                configs = [with_counts(self.config, counts, seed) for seed in self.seeds]
+                check_cell(configs[0])
+            except ConfigError as exc:
+                self.skipped[counts] = str(exc)
+                return False
             self.points[counts] = self.judged(configs, self.config.workload.arrival.rate, f"fleet {counts}")
         return self.points[counts].meets
 
@@ -222,7 +239,7 @@ def search_fleet(
         best = cheapest_fleet(pools, evaluate, monotone)
     finally:
         shown.close()
-    result = FleetResult(pools, config.workload.arrival.rate, list(slos), best, evaluate.points)
+    result = FleetResult(pools, config.workload.arrival.rate, list(slos), best, evaluate.points, evaluate.skipped)
     _write(result, out_dir / report)
     return result
 
@@ -243,6 +260,10 @@ def _write(result: FleetResult, path: Path) -> None:
                 "values": {k: (v if math.isfinite(v) else None) for k, v in point.values.items()},
             }
             for counts, point in sorted(result.evaluated.items())
+        ],
+        "skipped": [
+            {"counts": dict(zip((p.name for p in result.pools), counts)), "reason": reason}
+            for counts, reason in sorted(result.skipped.items())
         ],
     }
     text = strict_json(data)

@@ -254,6 +254,12 @@ def _mooncake(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     blocks = _tokens(frame, path, "shared_blocks", 0)
     _cell_error(path, frame, (parent < 0) & (blocks > 0), "shared_blocks", "{cell} shared blocks with no prefix_of")
     parent_prompt = prompt.to_numpy()[np.maximum(parent.to_numpy(), 0)]
+    # a block of 512 tokens is shared whole or, the last of a prompt, in part: a claim of more
+    # blocks than either prompt has would be cut to the shorter prompt without a word
+    held = np.ceil(np.minimum(prompt.to_numpy(), parent_prompt) / MOONCAKE_BLOCK_TOKENS)
+    _cell_error(path, frame, (parent >= 0) & (blocks > held), "shared_blocks",
+                f"{{cell}} shared blocks of {MOONCAKE_BLOCK_TOKENS} tokens exceed what this prompt and the "
+                "one it repeats (prefix_of) hold")
     shared = np.where(parent >= 0, np.minimum(blocks * MOONCAKE_BLOCK_TOKENS, np.minimum(prompt, parent_prompt)), 0)
     stamps = _seconds(frame, path, "timestamp")
     # rows name earlier rows: replayed as recorded, the file's order must be the time order
