@@ -140,5 +140,8 @@ def test_a_study_folder_with_its_record_is_still_a_results_folder(tmp_path):
     from sim.sweep.folder import prepare_results_folder
 
     (tmp_path / "index.parquet").write_bytes(b"")
+    (tmp_path / "pd_ratio.png").write_bytes(b"")  # a study's own plot beside its results
+    with pytest.raises(ConfigError, match="not a llumsim results folder"):
+        prepare_results_folder(tmp_path)
     (tmp_path / MANIFEST).write_text("{}")
     assert prepare_results_folder(tmp_path) == tmp_path.resolve()

@@ -17,7 +17,6 @@ RESULTS_FILES = frozenset(
         "aggregate.parquet",
         "aggregate.csv",
         "sweep.json",  # sim.sweep.runner
-        "study.json",  # a committed study's record (sim.studies.catalog.MANIFEST)
         "capacity.json",  # sim.sweep.capacity
         "capacity_grid.json",  # sim.sweep.capacity_grid
         "fleet.json",  # sim.sweep.fleet (and fleet-<contract>.json: a fleet study's searches)
@@ -35,7 +34,11 @@ RESULTS_FILES = frozenset(
 
 
 def is_results_entry(entry: Path) -> bool:
-    """Whether ``entry`` is a name these commands write (so a folder of them is theirs)."""
+    """Whether ``entry`` is a name these commands write (so a folder of them is theirs); in a
+    committed study's folder (one with its record, ``study.json``) every entry is: the study's
+    commands wrote them (plots and tables of its own names), and a remake writes there again."""
+    if (entry.parent / "study.json").is_file():
+        return True
     if entry.name in RESULTS_FOLDERS:
         return entry.is_dir() and not entry.is_symlink()
     fleet_report = entry.name.startswith("fleet-") and entry.suffix == ".json"
