@@ -125,7 +125,10 @@ class Handoffs:
             return
         waiting = [r for r in self.waiting if self._still_waits(r)]
         self.waiting = dict.fromkeys(waiting)
-        held = [self._held(request) for request in waiting]
+        # a request computing its prompt again (V1: part-way through it after a preemption)
+        # is no candidate: first of its instance, it would keep the instance's one hand-off
+        # from the requests held there, whose blocks it may be waiting for
+        held = [self._held(request) for request in waiting if self._in_batch(request) or self._joining(request)]
         self._carry_out(self.rule.on_tick(self.view, held, self._busy_ends(), self._decode_room()))
 
     def _adaptive_moves(self) -> None:
@@ -154,7 +157,7 @@ class Handoffs:
             request = by_id[decision.request]
             source = self.live[request.instance].llumlet
             batches = source.batches
-            if request.migration is not None or (request not in batches.running and request not in batches.suspended):
+            if request.migration is not None or not self._in_batch(request):
                 continue
             if decision.destination is None:
                 if request in batches.suspended:
@@ -171,6 +174,15 @@ class Handoffs:
             )
             record = self.launcher.start(request, source, self.live[decision.destination].llumlet, plan, kind=HANDOFF)
             self._in_flight.append(record)
+
+    def _in_batch(self, request: Request) -> bool:
+        """Decoding in its instance's batch, or held out of it: a request a hand-off can take."""
+        batches = self.live[request.instance].llumlet.batches
+        return request in batches.running or request in batches.suspended
+
+    def _joining(self, request: Request) -> bool:
+        """Prefilled and joining its instance's batch from the next step (a later tick takes it)."""
+        return request in self.live[request.instance].llumlet.batches.joining
 
     def _held(self, request: Request) -> HeldRequest:
         """What the rule sees of a waiting request."""

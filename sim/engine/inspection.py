@@ -47,9 +47,13 @@ class Simulation(Protocol):
 
 
 def progress(run: "Simulation") -> tuple[int, int, int, int]:
-    """Changes whenever a request moves on: arrives, is batched, migrates or ends (a
-    migration that aborts moves nothing: endless refused or failed copies are a stall)."""
-    return run.kernel.done_count, len(run.requests), run.steps.batches, run.migrations.committed
+    """Changes whenever a request moves on: arrives, gains a token, migrates or ends. A
+    migration that aborts moves nothing (endless refused or failed copies are a stall), and
+    neither does a batch that computes a prompt again and again with no token coming of it
+    (a prompt preempted each time it is part-way through). Summed at each watchdog round
+    only, a quarter of the stall span apart."""
+    tokens = sum(request.generated for request in run.requests)
+    return run.kernel.done_count, len(run.requests), tokens, run.migrations.committed
 
 
 def ended(run: "Simulation") -> int:

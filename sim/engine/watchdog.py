@@ -3,8 +3,8 @@
 Two ways a run can get stuck, two cheap checks, neither on the per-event path:
 
 * **No request progresses** while requests are pending (arrived, not ended): a process
-  wakes every quarter of the stall span and compares a progress counter (arrivals, batches
-  run, migrations started, requests ended). If nothing moved for ``stall_span`` simulated
+  wakes every quarter of the stall span and compares a progress counter (arrivals, tokens
+  generated, migrations committed, requests ended). If nothing moved for ``stall_span`` simulated
   seconds it raises. The span is ``STALL_SECONDS`` plus the longest wait the config itself
   can impose — a cold start, an instance restart, the handshake timeout — so a healthy run
   never trips it.
