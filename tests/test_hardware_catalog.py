@@ -119,6 +119,7 @@ class ToyDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 100
     visible_memory_bytes: int = 40 * 2**30
     cpu_overheads: str = "cpu_overheads_vidur_a40_llama2_7b_tp1.csv"
+    decode_attention: str = "ga102_decode_attention.csv"
     gpu_hour_price: Optional[float] = 2.5
     profiles: str = VIDUR_MEASURED
     predictor: PredictorSetting = PredictorSetting("toy-measured", 3, 8, 5, 3)

@@ -4,10 +4,9 @@ The attention tables of the catalog's GPUs model the Llumnix artifact's kernel (
 V1 streaming the KV cache at the fraction of bandwidth fitted on the A10, ``operator_profiles``).
 vLLM V1 decodes with FlashAttention's kernel (``vllm/v1/attention/backends/flash_attn.py``, the
 default backend on these GPUs), which streams the cache near the memory's bandwidth once the
-batch is large: Vidur measured it on an A100 80GB (``data/a100_80gb_decode_attention.csv``,
-LLaMA-2-7B, batch 1-128 × 256-4,032 tokens, ``attention_backend FLASH_ATTENTION``) at up to
-half the time of the artifact's kernel, and on the A10's GA102 die (an A40,
-``data/ga102_decode_attention.csv``).
+batch is large: Vidur measured it (``attention_backend FLASH_ATTENTION``, LLaMA-2-7B, batch
+1-128 × 256-4,032 tokens) on an A100 80GB, at up to half the time of the artifact's kernel,
+and on an A40; each device entry names the measurement it takes (``decode_attention``).
 
 A decode step's attention reads each sequence's KV once, so another shape is carried over by
 the bytes a sequence streams — ``kv_tokens`` × KV heads per GPU × head size × 2 (keys and
@@ -29,15 +28,13 @@ import numpy as np
 
 from sim.hardware.catalog import DATA_DIR, Layout, find_layout
 
-MEASURED = {"a10": "ga102_decode_attention.csv"}  # a device's own measurement, where one was read
-DEFAULT_MEASUREMENT = "a100_80gb_decode_attention.csv"
-MEASURED_MODEL = "llama-7b"  # LLaMA-2-7B's shape: 32 KV heads of 128, tensor parallelism 1
 BYTES_PER_ELEMENT = 2
 
 
 @lru_cache(maxsize=None)
-def _grid(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Batches, contexts, ms per layer [batch, context], and the measuring GPU's bandwidth."""
+def _grid(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, str]:
+    """Batches, contexts, ms per layer [batch, context], the measuring GPU's bandwidth and the
+    measured model (the catalog's name of its shape)."""
     with open(Path(DATA_DIR / name), newline="") as handle:
         rows = list(csv.DictReader(handle))
     batches = np.array(sorted({int(r["batch"]) for r in rows}), dtype=float)
@@ -49,7 +46,7 @@ def _grid(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         )
     if np.isnan(times).any():
         raise ValueError(f"{name}: the measurement is not a full batch × context grid")
-    return batches, contexts, times, float(rows[0]["memory_bandwidth_gb_per_s"])
+    return batches, contexts, times, float(rows[0]["memory_bandwidth_gb_per_s"]), rows[0]["model"]
 
 
 def kv_bytes_per_token(layout: Layout) -> int:
@@ -71,8 +68,8 @@ def _along(points: np.ndarray, values: np.ndarray, x: np.ndarray, floor: float =
 def decode_table(layout: Layout, max_batch: int, kv_granularity: int, max_tokens: int) -> np.ndarray:
     """ms per layer of decode attention, ``[batch, mean context // kv_granularity]`` as the
     replica model looks it up (batch 0 and context slot 0 unused: NaN)."""
-    batches, contexts, times, measured_bandwidth = _grid(MEASURED.get(layout.device, DEFAULT_MEASUREMENT))
-    scale = kv_bytes_per_token(layout) / kv_bytes_per_token(find_layout(MEASURED_MODEL, "a10", 1))
+    batches, contexts, times, measured_bandwidth, model = _grid(layout.device_sku.decode_attention)
+    scale = kv_bytes_per_token(layout) / kv_bytes_per_token(find_layout(model, layout.device, 1))
     slots = np.arange(max_tokens // kv_granularity + 1)
     equivalent = slots * kv_granularity * scale  # the measured model's context of the same bytes
     floor = times[0, 0]  # one sequence of the shortest context: the kernel's launch and latency

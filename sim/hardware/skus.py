@@ -88,6 +88,10 @@ class DeviceData:
     gpu_hour_price: Optional[float]
     profiles: str  # PERF_MODEL or VIDUR_MEASURED
     predictor: PredictorSetting  # Vidur's random-forest setting for these profiles
+    # Vidur's measurement of FlashAttention's decode kernel on this device or the nearest one
+    # measured (a CSV under sim/hardware/data), from which vLLM V1's decode attention is carried
+    # (``flash_attention``)
+    decode_attention: str
     # the serving engine this GPU's deployments run in what llumsim models of it: the Llumnix
     # artifact's vllm-0.1.2 on its A10 testbed, vLLM V1 on today's data-centre GPUs. A pool
     # on another engine is told so once (``sim.metrics.summary.engine_note``)
@@ -160,6 +164,7 @@ class A10DeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     # No profile of vLLM's CPU phases on an A10 host exists; Vidur's A40 rows are the same
     # GA102 die and LLaMA-2-7B at TP1 (``overheads`` says which rows and why the means).
     cpu_overheads: str = "cpu_overheads_vidur_a40_llama2_7b_tp1.csv"
+    decode_attention: str = "ga102_decode_attention.csv"  # Vidur's A40: the same GA102 die
     deployed_engine: str = "vllm-0.1.2"  # the Llumnix artifact's testbed
     # Lambda's On-Demand Cloud, "1x NVIDIA A10": $1.29 per GPU per hour (24 GB, 30 vCPUs,
     # 226 GiB RAM), https://lambda.ai/instances as read on 2026-09-20 — second hand: the
@@ -212,6 +217,9 @@ class A10Pcie4NodeSKUConfig(BaseNodeSKUConfig, NodeData):
 # instances is the artifact's migration as fitted on the A10s (no migration measurement on
 # these GPUs exists): what the artifact's software path achieves, not what NVLink could.
 A100_CPU_OVERHEADS = "cpu_overheads_vidur_a100_llama2_7b_tp1.csv"
+# Vidur measured FlashAttention's decode on the A100 80GB; the H100 and the A100 40GB carry it
+# by their bandwidth (``flash_attention``)
+A100_DECODE_ATTENTION = "a100_80gb_decode_attention.csv"
 # The totals CUDA reports (cudaDeviceProp.totalGlobalMem, what torch's total_memory reads), as
 # deviceQuery prints them: A100-SXM4-80GB 85,100,068,864 B (driver 12.5, github.com/thamada/
 # nvidia-smi nvsim/A100SXMx4_deviceQuery.py); H100 80GB HBM3 85,045,477,376 B (driver 12.7,
@@ -245,6 +253,7 @@ class A100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 108
     visible_memory_bytes: int = VISIBLE_A100_80GB
     cpu_overheads: str = A100_CPU_OVERHEADS
+    decode_attention: str = A100_DECODE_ATTENTION
     deployed_engine: str = "vllm-v1"
     gpu_hour_price: Optional[float] = PRICE_A100_80GB
     profiles: str = VIDUR_OPERATORS
@@ -269,6 +278,7 @@ class H100_80GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 132
     visible_memory_bytes: int = VISIBLE_H100_80GB
     cpu_overheads: str = A100_CPU_OVERHEADS
+    decode_attention: str = A100_DECODE_ATTENTION
     deployed_engine: str = "vllm-v1"
     gpu_hour_price: Optional[float] = PRICE_H100_80GB
     profiles: str = VIDUR_OPERATORS
@@ -293,6 +303,7 @@ class A100_40GBDeviceSKUConfig(BaseDeviceSKUConfig, DeviceData):
     num_sms: int = 108
     visible_memory_bytes: int = VISIBLE_A100_40GB
     cpu_overheads: str = A100_CPU_OVERHEADS
+    decode_attention: str = A100_DECODE_ATTENTION
     deployed_engine: str = "vllm-v1"
     gpu_hour_price: Optional[float] = PRICE_A100_40GB
     profiles: str = VIDUR_OPERATORS
