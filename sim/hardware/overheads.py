@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sim.hardware.catalog as catalog
-from sim.hardware import detokenizer
+import sim.hardware.detokenizer as detokenizer
 
 # Vidur's A40 profile (the reference the A10 entry names): the config's default overheads and
 # the profile fit's fixed part are its line
