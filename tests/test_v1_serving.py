@@ -199,3 +199,12 @@ def test_flash_decode_attention_is_the_measured_kernel_carried_by_bytes_and_band
 def test_calibrate_v1_answers_bad_input_with_exit_2_before_any_run(argv, message, capsys):
     assert main(["calibrate", "--engine", "vllm-v1", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_row_held_to_the_profiled_batch_says_so():
+    row = {**_reference().__dict__, "predicted": 1.0, "predicted_range": [1.0, 1.0], "unfinished": 0, "rel_error": 0.0}
+    result = {"device": "h100_80gb", "model": None, "sources": [], "models": []}
+    held = v1_serving.format_validation({**result, "references": [{**row, "most_in_flight": 256}]})
+    free = v1_serving.format_validation({**result, "references": [{**row, "most_in_flight": 40}]})
+    assert "held to the profiles' 256 sequences; that vLLM runs 1024" in held
+    assert "held to" not in free

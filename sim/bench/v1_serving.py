@@ -234,6 +234,8 @@ def format_validation(result: dict) -> str:
         mark = "" if within_bound(row) else "  OUTSIDE"
         if row["unfinished"]:
             mark += f"  ({row['unfinished']} requests unfinished)"
+        if row["most_in_flight"] >= MAX_DECODE_BATCH < row["max_num_seqs"]:
+            mark += f"  (held to the profiles' {MAX_DECODE_BATCH} sequences; that vLLM runs {row['max_num_seqs']})"
         load = {"rate": f"{row['load']:g} req/s", "concurrency": f"concurrency {row['load']:g}", "offline": "all at once"}[row["client"]]
         lines.append(
             f"{row['role']:<7} {row['id']:<7} {row['organisation']}, vLLM {row['vllm']}, {row['model']} TP{row['tensor_parallel']}, "
