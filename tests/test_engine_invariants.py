@@ -166,7 +166,9 @@ def sharing(s) -> Sharing:
     return Sharing(s["conversation"], turn, follows, s["think"], system, tokens)
 
 
-def build(s) -> Simulation:
+def build(s, check_every_step: bool = True, decode_stretches: bool | None = None) -> Simulation:
+    """The scenario's run; by default checking block conservation after every iteration
+    (every step its own event: decode stretches off)."""
     autoscale = dict(s["autoscale"])
     starting = s["instances"] + (s["second_pool"][0] if s["second_pool"] else 0)
     if autoscale.get("enabled"):  # the ceiling may not be below the start (a ConfigError)
@@ -225,8 +227,9 @@ def build(s) -> Simulation:
         timers["slow"],
         workload,
         transfer=make_transfer(),
-        check_every_step=True,  # free + allocated == capacity after every iteration
+        check_every_step=check_every_step,  # free + allocated == capacity after every iteration
         load_pool_model=lambda pool, key: timers["fast" if pool.name == "fast" else "slow"],
+        decode_stretches=decode_stretches,
     )
 
 
@@ -343,6 +346,45 @@ def test_blocks_and_requests_are_conserved_under_migration_scaling_and_faults(s)
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_thousands_of_random_fault_scaling_and_migration_schedules_conserve_everything(s):
     check_conserved(s)
+
+
+@st.composite
+def stretchable(draw):
+    """Scenarios where decode stretches run (a scheduler without migration, no scaling, no
+    roles, the artifact's engine, no shared cache), or any scenario."""
+    s = draw(scenarios())
+    if draw(st.booleans()):
+        s.update(
+            scheduler=draw(st.sampled_from(["round-robin", "infaas++"])),
+            autoscale={"enabled": False},
+            pd=None,
+            caching=False,
+            engines=("vllm-0.1.2", "vllm-0.1.2"),
+        )
+    return s
+
+
+@given(stretchable())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_decode_stretches_give_the_request_table_of_step_by_step_runs(s):
+    """INV-6 same-result across the engine's two paths: forming a quiet batch's steps in one
+    go leaves every request, batch count, instance busy time and load sample as stepping
+    through them one event at a time does (touched by arrivals, failures and outages)."""
+    stepped, stretched = build(s, False, decode_stretches=False), build(s, False, decode_stretches=True)
+    slow, fast = stepped.run(), stretched.run()
+    assert _csv(request_table(fast)) == _csv(request_table(slow))
+    assert (fast.batches, fast.end_time) == (slow.batches, slow.end_time)
+    assert [r.busy_seconds for r in stretched.instances.values()] == [r.busy_seconds for r in stepped.instances.values()]
+    assert fast.load_samples == slow.load_samples
+    assert fast.leaked_blocks == 0
+    if next(stretched.env._eid) < next(stepped.env._eid):
+        event("steps formed in stretches")
+
+
+def _csv(table) -> bytes:
+    buffer = io.StringIO()
+    table.to_csv(buffer, index=False)
+    return buffer.getvalue().encode()
 
 
 def _table_bytes(simulation: Simulation) -> bytes:

@@ -7,6 +7,10 @@ demand absorbed, the rule's cached load) is settled at the next dispatch
 are also counted over the whole cluster: every ``pairing_every`` × instances of them, a
 pairing round.
 
+A decode stretch (``sim.engine.instances.StepLoop``, only where no pairing cadence counts
+reports) forms a quiet batch's steps later, unscheduled: their reports arrive together through
+``deliver_unscheduled``, before anything reads the view.
+
 A step loop that finds nothing to run delivers the instance's state then, if the view holds
 anything else (``deliver_if_changed``): the artifact's step that drops a request and
 schedules nothing still returns the ``instance_info`` its ``schedule()`` computed after the
@@ -56,6 +60,15 @@ class StepReports:
             self.delivered += 1
             if self.delivered % (self.pairing_every * len(self.live)) == 0:
                 pairing_round()
+
+    def deliver_unscheduled(self, report: LoadReport) -> None:
+        """The last report of a stretch's steps formed at once (what each stored, one after
+        the other, would leave; no pairing cadence counts them)."""
+        if self.paused:
+            return
+        instance_id: int = report[0]
+        self.reports[instance_id] = report
+        self.unsettled.add(instance_id)
 
     def deliver_if_changed(self, report: LoadReport) -> None:
         """Deliver ``report`` if the view holds another state for its instance (a step loop

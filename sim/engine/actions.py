@@ -106,6 +106,7 @@ class EngineActions:
 
     def set_scheduler_down(self, fallback: Optional[str]) -> None:
         self.kernel.wake()
+        self.cluster.steps.make_exact()  # reports reach the scheduler, or nobody, from now
         self.dispatcher.scheduler_down(fallback, self.cluster.reports)
         down = not self.dispatcher.scheduler_up
         if self.step_reports is not None:

@@ -33,6 +33,7 @@ from sim.engine.instances import InstanceRuntime, StepLog
 from sim.engine.kernel import Kernel, TickJob
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.sampling import Sampler
+from sim.engine.scheduled_at import ScheduledAtEnvironment
 from sim.engine.scaling import Scaler
 from sim.engine.setup import (
     InstancePool,
@@ -87,9 +88,9 @@ def build(
     scheduler: GlobalScheduler | None = None,
     check_every_step: bool = False,
     load_pool_model: Callable[[PoolConfig, str], BatchTimer] | None = None,
+    decode_stretches: bool = True,
 ) -> Parts:
     """A run's parts (the arguments: ``sim.engine.simulation.Simulation``'s)."""
-    env = simpy.Environment()
     rules = check_names(config)
     if replica_model is None:
         check_profiled_limits(config)
@@ -104,6 +105,13 @@ def build(
     )
     # prefill/decode disaggregation: pools with roles hand requests over (a KV transfer)
     disaggregated = rules.handoff is not None
+    # every step seen (records, checks), or a cadence that reads every instance: no stretches
+    stretches = (
+        decode_stretches
+        and not (record_batches or check_every_step or disaggregated)
+        and not (scheduler.migrates or config.autoscale.enabled)
+    )
+    env = ScheduledAtEnvironment() if stretches else simpy.Environment()
     pools = build_pools(
         config,
         tiers,
@@ -140,7 +148,14 @@ def build(
             lambda: dispatcher.scheduler_up,
             strict=check_every_step and always,  # the artifact's reporting leaves views stale
         )
-    steps = StepLog(record_batches, check_every_step, step_reports, idle_watch, always)
+    steps = StepLog(
+        record_batches,
+        check_every_step,
+        step_reports,
+        idle_watch,
+        always,
+        stretches=stretches,
+    )
     cluster = Cluster(
         env,
         kernel.clock,
@@ -191,6 +206,7 @@ def build(
         len({pool.limits for pool in pools.values()}) > 1,
         cluster.enqueue,
         kernel.end_request,
+        steps.settle,
     )
     balancer = Balancer(
         scheduler,
@@ -241,6 +257,18 @@ def cluster_idle(parts: Parts) -> Callable[[], bool]:
         return lambda: False
     kernel, cluster, launcher = parts.kernel, parts.cluster, parts.migrations
     return lambda: not kernel.in_flight and not cluster.draining and not launcher.in_flight_processes()
+
+
+def quiet_until(parts: Parts) -> Callable[[], Optional[float]]:
+    """Until when the tick's jobs have nothing to do while requests run: with per-step
+    reports and no job that acts at every tick (hand-offs, a scaler, adaptive headroom),
+    only a draining instance (to remove) or a due sample needs the tick — the next sample's
+    time, or None (the next tick) while an instance drains. Skipping the ticks between
+    changes nothing but how many events the run takes."""
+    if not parts.scheduler.reports_per_step or parts.handoffs is not None or parts.scaler is not None or parts.headroom is not None:
+        return lambda: None
+    cluster, sampler = parts.cluster, parts.sampler
+    return lambda: None if cluster.draining else sampler.next_sample
 
 
 def tick_slept(parts: Parts) -> Callable[[int], None]:

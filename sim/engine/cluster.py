@@ -103,12 +103,14 @@ class Cluster:
         return instance_id
 
     def drain(self, instance_id: int) -> None:
+        self.steps.cut(instance_id)  # its reports say draining from its next step
         self.instances[instance_id].llumlet.status.drain()
         self.draining.add(instance_id)
         self.scheduler.remove_instance(instance_id)
 
     def undrain(self, instance_id: int) -> None:
         runtime = self.instances[instance_id]
+        self.steps.cut(instance_id)
         runtime.llumlet.status.undrain()
         self.draining.discard(instance_id)
         pool = runtime.pool
@@ -129,6 +131,7 @@ class Cluster:
         return removed
 
     def fail(self, instance_id: int) -> list[Request]:
+        self.steps.cut(instance_id)  # what it loses is what it holds now
         lost = self.instances[instance_id].llumlet.fail()
         self._stop_instance(instance_id)
         return lost
@@ -143,6 +146,7 @@ class Cluster:
     # ------------------------------------------------------------------ work arriving
     def enqueue(self, runtime: InstanceRuntime, request: Request) -> None:
         """A dispatched request joins the instance's queue, and an idle instance wakes."""
+        self.steps.cut(runtime.llumlet.id)  # its next step may admit it
         runtime.llumlet.enqueue(request)
         self.wake(runtime)
 

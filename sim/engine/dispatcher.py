@@ -35,6 +35,7 @@ class Dispatcher:
         limits_differ: bool,
         enqueue: Callable[[InstanceRuntime, Request], None],
         end_request: Callable[[Request, str], None],
+        settle: Callable[[], None] = lambda: None,
     ) -> None:
         self.scheduler = scheduler
         self.instances = instances
@@ -45,6 +46,7 @@ class Dispatcher:
         self.limits_differ = limits_differ
         self.enqueue = enqueue
         self.end_request = end_request
+        self.settle = settle  # instances' reports and caches as they are now (decode stretches)
         self.fallback_kind: Optional[str] = None  # set while the global scheduler is down
         self._reads_cache = scheduler.dispatch_rule.reads_cache
 
@@ -72,6 +74,7 @@ class Dispatcher:
         if self.limits_differ:
             among = self._able_to_serve(request.seq_len, instances) or among
         if self.fallback_kind is None:
+            self.settle()
             demand = blocks_for(request.seq_len, self.block_size)
             cached = self._cache_locality(request, among or instances) if self._reads_cache else None
             target = self.scheduler.dispatch(DispatchInfo(request.tier, demand, request.seq_len, cached), among)

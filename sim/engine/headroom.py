@@ -42,6 +42,7 @@ class HeadroomAdapter:
         for pool in self.pools.values():
             pool.adapt_headroom(self.controller.fractions)
         for runtime in self.live.values():
+            runtime.loop.cut()  # its reports change from its next step
             runtime.llumlet.reporter.set_headroom(runtime.pool.headroom)
 
 

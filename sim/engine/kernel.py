@@ -255,6 +255,8 @@ class Kernel:
         wants_reports: Callable[[float], bool],
         idle: Callable[[], bool] = lambda: False,
         slept: Callable[[int], None] = lambda rounds: None,
+        settle: Optional[Callable[[float], None]] = None,
+        quiet_until: Callable[[], Optional[float]] = lambda: None,
     ):
         """Every ``interval``: one snapshot of the live instances' reports when
         ``wants_reports`` says a job reads one this tick (with per-step reports an idle
@@ -263,11 +265,16 @@ class Kernel:
         ``sim.engine.builder.cluster_idle``) it sleeps until ``wake`` — no report round, job
         or sample while nothing can change — and resumes at the next time of its own grid;
         ``slept`` hears how many rounds it skipped. An idle stretch of a day costs what
-        one tick costs, not a day of ticks."""
+        one tick costs, not a day of ticks. A busy cluster whose jobs have nothing to do
+        before ``quiet_until()`` (a time; None: they may at the next tick) sleeps the same way
+        until the grid's first time from then, or a wake. ``settle``, first at each tick,
+        brings what its jobs read of the instances up to now (decode stretches)."""
         interval = self.interval
         env = self.env
         while True:
             now = env.now
+            if settle is not None:
+                settle(now)
             reports = (
                 {instance_id: r.llumlet.reporter.report() for instance_id, r in live.items()}
                 if wants_reports(now)
@@ -277,9 +284,17 @@ class Kernel:
                 job(now, reports)
             self.next_tick = now + interval
             if not idle():
-                yield env.timeout(interval)
-                continue
-            self._asleep = env.event()
+                until = quiet_until()
+                if until is None or until <= self.next_tick:
+                    yield env.timeout(interval)
+                    continue
+                asleep = self._asleep = env.event()
+                quiet_end, _ = grid_after(self.next_tick, interval, until)
+                env.timeout(delay_to(now, quiet_end)).callbacks.append(
+                    lambda _: self.wake() if self._asleep is asleep else None
+                )
+            else:
+                self._asleep = env.event()
             yield self._asleep
             self._asleep = None
             self.next_tick, skipped = grid_after(self.next_tick, interval, env.now)

@@ -13,6 +13,7 @@ and ``sim.instance``. This class only holds the parts and offers their small pub
 
 from __future__ import annotations
 
+import os
 import time as wallclock
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from sim.cluster import GlobalScheduler
 from sim.config import PoolConfig, SimulationConfig
 from sim.engine import inspection
-from sim.engine.builder import build, cluster_idle, tick_jobs, tick_slept
+from sim.engine.builder import build, cluster_idle, quiet_until, tick_jobs, tick_slept
 from sim.engine.instances import InstanceRuntime
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.watchdog import Watchdog, stall_span
@@ -33,12 +34,19 @@ from sim.instance.request import Request
 if TYPE_CHECKING:
     from sim.workload.build import Workload
 
+# the environment variable that makes every step its own event (``decode_stretches`` off):
+# the slow path the fast one is compared with
+STEP_BY_STEP = "LLUMSIM_STEP_BY_STEP"
+
 
 class Simulation:
     """One run. ``replica_model`` (every pool's), ``workload``, ``transfer`` and ``scheduler``
     may be injected (tests, benchmarks), and ``load_pool_model`` builds each pool's replica
     model otherwise (a sweep worker's cache); ``check_every_step`` verifies block
-    conservation on an instance after every iteration."""
+    conservation on an instance after every iteration. ``decode_stretches``: a quiet batch's
+    decode steps are formed in one go rather than each as an event (``sim.engine.instances``;
+    the same requests either way); None takes it from the environment, off where
+    ``LLUMSIM_STEP_BY_STEP=1``."""
 
     def __init__(
         self,
@@ -51,9 +59,21 @@ class Simulation:
         scheduler: GlobalScheduler | None = None,
         check_every_step: bool = False,
         load_pool_model: Callable[[PoolConfig, str], BatchTimer] | None = None,
+        decode_stretches: bool | None = None,
     ) -> None:
+        if decode_stretches is None:
+            decode_stretches = os.environ.get(STEP_BY_STEP) != "1"
         self.parts = build(
-            config, replica_model, workload, root, transfer, record_batches, scheduler, check_every_step, load_pool_model
+            config,
+            replica_model,
+            workload,
+            root,
+            transfer,
+            record_batches,
+            scheduler,
+            check_every_step,
+            load_pool_model,
+            decode_stretches,
         )
         self.watchdog = Watchdog(
             self.env,
@@ -164,14 +184,18 @@ class Simulation:
         """Advance simulated time to ``when`` (starting the run if needed)."""
         self.start()
         self.env.run(until=when)
+        self.steps.settle()  # what a caller reads now is as step-by-step runs leave it
 
     def start(self, progress: Callable[[float], None] | None = None) -> None:
         """Start arrivals, load reports and faults (once)."""
         if self._started:
             return
         self._started = True
-        kernel, sampler = self.kernel, self.parts.sampler
+        kernel, sampler, steps = self.kernel, self.parts.sampler, self.steps
         periodic = not self.scheduler.reports_per_step
+        # the tick's jobs that read instances (their reports, the scheduler's view) read them
+        # as they are now: stretches form the steps that ended first
+        reads_every_tick = periodic or self.parts.scaler is not None
         self.env.process(kernel.arrivals())
         self.env.process(
             kernel.tick(
@@ -180,6 +204,10 @@ class Simulation:
                 lambda now: periodic or sampler.due(now),
                 cluster_idle(self.parts),
                 tick_slept(self.parts),
+                (lambda now: steps.settle() if reads_every_tick or sampler.due(now) else None)
+                if steps.stretches
+                else None,
+                quiet_until(self.parts),
             )
         )
         self.env.process(self.watchdog.watch())
@@ -206,6 +234,7 @@ class Simulation:
                     self.watchdog.run(env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
+        self.steps.settle()  # a run stopped by its time limit: the steps that ended before it
         if self.steps.idle_watch is not None:
             self.steps.idle_watch.close(env.now)
         if self.kernel.all_done.triggered:

@@ -136,20 +136,7 @@ class BatchFormer:
             if due is not None:
                 del block_due[step]
                 if len(due) <= self.ledger.free:
-                    # nobody can be preempted, order does not matter: the ledger grows the
-                    # entries still current and keeps them, as the next bucket; a request at
-                    # vLLM's max_model_len is aborted after the others grew (only which free
-                    # block ids they got can differ)
-                    at_limit = self.ledger.grow_current(due, self._max_blocks_per_sequence)
-                    if at_limit is not None:
-                        for request in at_limit:
-                            self.abort(request, "exceeds_instance_limits")
-                    if due:
-                        bucket = block_due.get(step + self.limits.block_size)
-                        if bucket is None:
-                            block_due[step + self.limits.block_size] = due
-                        else:
-                            bucket.extend(due)
+                    self._grow(due, step)
                 else:
                     self._grow_or_preempt(due, step)
                 if not running:
@@ -162,6 +149,127 @@ class BatchFormer:
                 seconds += self._per_output_token * (kv_tokens - self.prompt_sum + num_decodes)
             batch.seconds = self._slowed_by_copying(seconds) if self.copying else seconds
             return batch
+
+    def plans_its_steps(self) -> bool:
+        """Whether ``decode_stretch`` plans what this former's steps do: not when a subclass
+        forms or applies steps its own way (vLLM V1's former, a pool's own part)."""
+        return type(self).next_batch is BatchFormer.next_batch and type(self).complete is BatchFormer.complete
+
+    def quiet(self) -> bool:
+        """Nothing but the running requests' decodes can change a step here: none queued,
+        joining, suspended or being prefilled, no copy slowing steps, no shared cached blocks
+        (what a prefix cache's growth publishes, dispatch reads)."""
+        return not (
+            self.waiting.count or self.joining or self._suspensions or self.suspended or self.prefilling
+            or self.copying or self.ledger.shares_blocks
+        )
+
+    def decode_stretch(self, limit: int) -> list[float]:
+        """The seconds of the decode steps that will follow the one just formed while nothing
+        can happen at their boundaries but the decodes themselves — no request finishes, any
+        block due is granted to every holder (no preemption, none at vLLM's length limit) —
+        computed as ``next_batch`` will compute them, nothing applied; at most ``limit``.
+
+        Why: a lone or quiet batch's steps are events only the instance itself sees; the step
+        loop forms them later in one go (``sim.engine.instances``), from this same arithmetic.
+        The caller has checked that nothing is queued, joining, suspended or copying, and that
+        only a decode step was formed; what touches the instance before then cuts the stretch."""
+        seconds: list[float] = []
+        if limit <= 0:
+            return seconds
+        step = self.iteration + 1  # the step just formed (its blocks are granted)
+        finish_due, block_due = self._finish_due, self._block_due
+        last = min(finish_due) if finish_due else step + limit  # a request may finish at its end
+        if last <= step:
+            return seconds
+        last = min(last, step + limit)
+        num_decodes = len(self.running)
+        kv_tokens = self.seq_sum
+        free = self.ledger.free
+        block_size = self.limits.block_size
+        # the steps with a block due, in order: the calendar's, and those this plan grants
+        calendar = sorted(due_step for due_step in block_due if step < due_step <= last)
+        granted: dict[int, list[Request]] = {}  # steps -> requests whose next block this plan grants
+        held: dict[Request, int] = {}  # blocks a request holds after this plan's grants
+        next_calendar = calendar[0] if calendar else last + 1
+        taken = 0  # of ``calendar``
+        next_granted = last + 1  # granted steps only grow: the earliest is the oldest
+        granted_steps: list[int] = []
+        while step < last:
+            step += 1
+            kv_tokens += num_decodes
+            if step == next_calendar or step == next_granted:
+                due = block_due.get(step)
+                regrown = granted.pop(step, None)
+                growing: list[Request] = []
+                for request, epoch in due or ():
+                    if request.epoch != epoch:
+                        return seconds  # an entry of a request gone since: the former's slow case
+                    growing.append(request)
+                if regrown is not None:
+                    growing.extend(regrown)
+                if len(growing) > free:
+                    return seconds
+                for request in growing:
+                    blocks = held.get(request)
+                    if blocks is None:
+                        blocks = self.ledger.held(request)
+                    if blocks >= self._max_blocks_per_sequence:
+                        return seconds
+                    held[request] = blocks + 1
+                free -= len(growing)
+                if step + block_size <= last:
+                    granted[step + block_size] = growing
+                    granted_steps.append(step + block_size)
+                if step == next_calendar:
+                    taken += 1
+                    next_calendar = calendar[taken] if taken < len(calendar) else last + 1
+                if regrown is not None:
+                    granted_steps.pop(0)
+                next_granted = granted_steps[0] if granted_steps else last + 1
+            time = self._decode_time(num_decodes, kv_tokens)
+            if self._per_output_token:
+                time += self._per_output_token * (kv_tokens - self.prompt_sum + num_decodes)
+            seconds.append(time)
+        return seconds
+
+    def _grow(self, due: list[tuple[Request, int]], step: int) -> None:
+        """Blocks due at ``step`` with one free for each: nobody can be preempted, order does
+        not matter: the ledger grows the entries still current and keeps them, as the next
+        bucket; a request at vLLM's max_model_len is aborted after the others grew (only
+        which free block ids they got can differ)."""
+        at_limit = self.ledger.grow_current(due, self._max_blocks_per_sequence)
+        if at_limit is not None:
+            for request in at_limit:
+                self.abort(request, "exceeds_instance_limits")
+        if due:
+            block_due = self._block_due
+            bucket = block_due.get(step + self.limits.block_size)
+            if bucket is None:
+                block_due[step + self.limits.block_size] = due
+            else:
+                bucket.extend(due)
+
+    def decoded(self, steps: int, seconds: float) -> Batch:
+        """``steps`` decode steps of a stretch ended and as many formed (``decode_stretch``
+        planned them: no request finishes, every block due is granted): what ``complete``
+        and ``next_batch`` would do to this state for each, without timing any — the last
+        one formed is the one running, ``seconds`` long."""
+        num_decodes = len(self.running)
+        block_due = self._block_due
+        for _ in range(steps):
+            self.iteration += 1
+            self.seq_sum += num_decodes
+            step = self.iteration + 1
+            due = block_due.get(step)
+            if due is not None:
+                del block_due[step]
+                self._grow(due, step)
+        batch = self._decode_step
+        batch.num_decodes = num_decodes
+        batch.kv_tokens = self.seq_sum
+        batch.seconds = seconds
+        return batch
 
     def _slowed_by_copying(self, seconds: float) -> float:
         """An iteration's time while a migration stage copies to or from this instance."""
