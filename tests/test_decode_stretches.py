@@ -73,3 +73,27 @@ def test_the_environment_turns_stretches_off_for_the_slow_path(monkeypatch):
     assert not Simulation(_config(), LinearTimer(capacity_blocks=400), workload).steps.stretches
     monkeypatch.delenv("LLUMSIM_STEP_BY_STEP")
     assert Simulation(_config(), LinearTimer(capacity_blocks=400), workload).steps.stretches
+
+
+def test_two_stretches_ending_at_one_instant_make_the_run_again_step_by_step():
+    # two instances step identical requests in lockstep, and each finished turn's follower
+    # arrives at once (no think time): the stretches' last steps end at one instant, whose
+    # order stepping takes from when each step began — a stretch cannot tell it, so the run is
+    # made again step by step (found by the property test in tests/test_engine_invariants.py)
+    from tests.test_engine_invariants import build
+
+    turns = 32
+    scenario = {
+        "arrival": [0.0] * (turns - 1) + [1.0], "prompt": [1] * turns, "output": [1, 1, 50, 50] + [1] * (turns - 4),
+        "tier": [0] * turns, "tiers": 1, "instances": 1, "capacity": 6, "max_batch_size": 1,
+        "max_batched_tokens": 64, "watermark": 0.0, "scheduler": "round-robin", "dispatch": None,
+        "slo_migration": False, "priority": {}, "slo": {"ladder": {"ttft": 1.0, "tpot": 0.5, "growth": 1.0}},
+        "report_interval": 0.05, "pairing_every": 1, "mode": "live", "last_stage_blocks": 0, "max_stages": 1,
+        "faults": [], "autoscale": {"enabled": False}, "second_pool": (1, 6), "pd": None, "first_role": "prefill",
+        "caching": False, "engines": ("vllm-0.1.2", "vllm-0.1.2"),
+        "conversation": [0, 1, 0, 1] + [0] * (turns - 6) + [1, -1], "think": [0.0] * turns, "system": (0, 1),
+    }
+    stepped, stretched = build(scenario, False, decode_stretches=False), build(scenario, False, decode_stretches=True)
+    slow, fast = stepped.run(), stretched.run()
+    assert request_table(fast).to_csv() == request_table(slow).to_csv()
+    assert not stretched.steps.stretches  # it was made again, stepping

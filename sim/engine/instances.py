@@ -27,6 +27,13 @@ STRETCH_FIRST: Final = 16
 STRETCH_MOST: Final = 4096
 
 
+class StretchTie(Exception):
+    """A stretch's step ended at exactly the time of another event whose order against it
+    the stretch cannot tell as stepping would (both scheduled at one instant, or two events
+    of one time where one came from a stretch): ``Simulation`` makes the run again step by
+    step, so no result ever depends on it."""
+
+
 @dataclass
 class InstanceRuntime:
     """An instance's llumlet plus its life in the simulation."""
@@ -129,6 +136,7 @@ class StepLoop:
         self._seconds: list[float] = []
         self._formed = 0
         self._start = 0.0  # when the stretch's first step started
+        self._pushed_at = -1.0  # when this loop's event queued by a stretch is (-1: none)
         self._plan = STRETCH_FIRST  # how many steps the next stretch may plan
         env.process(self._first_step())  # at the start time, urgent, as a process's initialisation
 
@@ -152,6 +160,12 @@ class StepLoop:
                 self.log.idle_watch.forget(self.llumlet.id)
 
     def _step(self, event: Optional[simpy.Event]) -> None:
+        if self._pushed_at >= 0.0:  # a stretch's step end, queued when the stretch began or was cut
+            self._pushed_at = -1.0
+            env = self.env
+            assert isinstance(env, ScheduledAtEnvironment)
+            if env.previous_time == env.now or env.peek() == env.now:
+                raise StretchTie(f"instance {self.llumlet.id}: a stretch's step end ties another event at t={env.now}")
         if self._batch is not None:  # a batch just ended
             if self._ends:
                 self._end_stretch()
@@ -278,6 +292,8 @@ class StepLoop:
         env = self.env
         assert isinstance(env, ScheduledAtEnvironment)
         started = self._ends[step - 1] if step else self._start
+        if env.priority == NORMAL and env.scheduled_at == started:
+            raise StretchTie(f"instance {self.llumlet.id}: a step ending at t={env.now} and the event asking were scheduled at one instant")
         return env.priority == NORMAL and env.scheduled_at > started
 
     def _push_end(self, end: float, started: float) -> None:
@@ -290,6 +306,7 @@ class StepLoop:
             batch_end._ok = True  # a timeout's state: succeeded, no value
             batch_end._value = None
         batch_end._scheduled_at = started  # type: ignore[attr-defined]
+        self._pushed_at = end
         batch_end.callbacks = self._batch_end_callbacks
         heappush(env._queue, (end, NORMAL, next(env._eid), batch_end))
         self._pending = batch_end
@@ -304,7 +321,8 @@ class StepLoop:
         if unformed:
             abandoned = self._batch_end
             assert abandoned is not None
-            abandoned.callbacks = []  # its place in the queue passes without effect
+            abandoned.callbacks = []  # its place in the queue passes without effect (an event
+            # of no effect: a tie with it is no tie, but ``_step`` cannot tell and steps anyway)
             self._batch_end = None
             self._push_end(self._ends[formed], self._ends[formed - 1] if formed else self._start)
             self._plan = max(STRETCH_FIRST, 2 * formed)

@@ -22,7 +22,8 @@ from simpy.events import NORMAL, URGENT
 
 class ScheduledAtEnvironment(simpy.Environment):
     """``simpy.Environment`` plus ``scheduled_at`` and ``priority``: the simulated time at
-    which the event being processed (the last one popped) was scheduled, and its priority.
+    which the event being processed (the last one popped) was scheduled, and its priority;
+    and ``previous_time``, when the event before it was.
     Events pushed onto the queue directly carry their own (``_scheduled_at``), as the step
     loop's stretch ends do."""
 
@@ -30,6 +31,7 @@ class ScheduledAtEnvironment(simpy.Environment):
         super().__init__(initial_time)
         self.scheduled_at = initial_time
         self.priority: Any = NORMAL
+        self.previous_time = -1.0  # when the event processed before this one was (-1: none)
 
     def schedule(self, event: simpy.Event, priority: Any = NORMAL, delay: Any = 0) -> None:
         event._scheduled_at = self._now  # type: ignore[attr-defined]
@@ -37,6 +39,7 @@ class ScheduledAtEnvironment(simpy.Environment):
 
     def step(self) -> None:
         """simpy's ``Environment.step``, noting when the event was scheduled."""
+        self.previous_time = self._now
         try:
             self._now, self.priority, _, event = heappop(self._queue)
         except IndexError:

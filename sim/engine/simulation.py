@@ -22,7 +22,7 @@ from sim.cluster import GlobalScheduler
 from sim.config import PoolConfig, SimulationConfig
 from sim.engine import inspection
 from sim.engine.builder import build, cluster_idle, quiet_until, tick_jobs, tick_slept
-from sim.engine.instances import InstanceRuntime
+from sim.engine.instances import InstanceRuntime, StretchTie
 from sim.engine.result import LoadSample, SimulationResult
 from sim.engine.watchdog import Watchdog, stall_span
 from sim.instance.kv_transfer import TransferModel
@@ -63,18 +63,15 @@ class Simulation:
     ) -> None:
         if decode_stretches is None:
             decode_stretches = os.environ.get(STEP_BY_STEP) != "1"
-        self.parts = build(
-            config,
-            replica_model,
-            workload,
-            root,
-            transfer,
-            record_batches,
-            scheduler,
-            check_every_step,
-            load_pool_model,
-            decode_stretches,
-        )
+        # what a run made again step by step is built from (a scheduler passed in keeps state:
+        # such a run steps from the start)
+        self._arguments = (config, replica_model, workload, root, transfer, record_batches, scheduler,
+                           check_every_step, load_pool_model)
+        self._build(decode_stretches and scheduler is None)
+
+    def _build(self, decode_stretches: bool) -> None:
+        self.parts = build(*self._arguments, decode_stretches)
+        config = self.parts.config
         self.watchdog = Watchdog(
             self.env,
             stall_span(config),
@@ -182,9 +179,19 @@ class Simulation:
 
     def run_until(self, when: float) -> None:
         """Advance simulated time to ``when`` (starting the run if needed)."""
-        self.start()
-        self.env.run(until=when)
+        try:
+            self.start()
+            self.env.run(until=when)
+        except StretchTie:
+            self._step_by_step()
+            self.run_until(when)
+            return
         self.steps.settle()  # what a caller reads now is as step-by-step runs leave it
+
+    def _step_by_step(self) -> None:
+        """The run met a tie it cannot order as stepping would (``StretchTie``): it is made
+        again from the start, every step its own event."""
+        self._build(False)
 
     def start(self, progress: Callable[[float], None] | None = None) -> None:
         """Start arrivals, load reports and faults (once)."""
@@ -234,6 +241,9 @@ class Simulation:
                     self.watchdog.run(env.all_of(pending))
         except KeyboardInterrupt:
             interrupted = True
+        except StretchTie:
+            self._step_by_step()
+            return self.run(progress)
         self.steps.settle()  # a run stopped by its time limit: the steps that ended before it
         if self.steps.idle_watch is not None:
             self.steps.idle_watch.close(env.now)
