@@ -34,6 +34,7 @@ from sim.engine.kernel import Kernel, TickJob
 from sim.engine.migrations import MigrationLauncher
 from sim.engine.sampling import Sampler
 from sim.engine.scaling import Scaler
+from sim.engine.spot import SpotPools
 from sim.engine.setup import (
     InstancePool,
     build_pools,
@@ -75,6 +76,7 @@ class Parts:
     headroom: Optional[HeadroomAdapter]
     scaler: Optional[Scaler]
     faults: FaultInjector
+    spot: Optional[SpotPools]
 
 
 def build(
@@ -108,7 +110,7 @@ def build(
         config,
         tiers,
         scheduler.priority.charges_headroom(),
-        scheduler.migrates or disaggregated,
+        scheduler.migrates or disaggregated or rules.evacuates,
         (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
         transfer,
     )
@@ -154,6 +156,7 @@ def build(
         scheduler.local_tiers,
         config.migration.colocated_slowdown,
         live,
+        lambda instance_id, pool: spot.started(instance_id, pool) if spot is not None else None,
     )
     launcher = MigrationLauncher(
         env,
@@ -200,6 +203,7 @@ def build(
         candidate,
         config.scheduler.pairing_every,
         lambda: dispatcher.scheduler_up,
+        lambda instance_id: spot is not None and spot.evacuating(instance_id),
     )
     actions = EngineActions(cluster, dispatcher, kernel, step_reports, handoffs)
     if scheduler.priority.adapts:  # adaptive headroom: the controller moving each tier's headroom
@@ -221,14 +225,22 @@ def build(
         lambda: scaler.starting if scaler is not None else 0,
         lambda: tuple(headroom.controller.fractions) if headroom is not None else (),
     )
+    faults = FaultInjector(env, config.faults, actions, rng)
+    spot: Optional[SpotPools] = None
+    if any(pool.config.spot is not None for pool in pools.values()):
+        from sim.workload.build import resolve_trace_path
+
+        spot = SpotPools(
+            env, config, actions, cluster.live, launcher, faults, config.scheduler.load_report_interval,
+            lambda trace: resolve_trace_path(trace, root, "spot trace"),
+        )
     for pool in pools.values():
         for _ in range(pool.config.instances):
             # per-step reports: the first instances have not reported before their first step
             cluster.add_instance(pool.name, reported=not scheduler.reports_per_step)
-    faults = FaultInjector(env, config.faults, actions, rng)
     return Parts(
         config, env, workload, scheduler, pools, kernel, cluster, dispatcher, actions, launcher, handoffs,
-        balancer, steps, step_reports, sampler, headroom, scaler, faults,
+        balancer, steps, step_reports, sampler, headroom, scaler, faults, spot,
     )
 
 
