@@ -216,3 +216,36 @@ def test_spot_is_off_by_default_and_costs_nothing_new():
     assert simulation.spot is None
     assert SPOT_LOG.of(simulation.run()) is None
     assert math.isfinite(simulation.now)
+
+
+def test_the_summary_counts_the_notice_and_prices_spot_and_on_demand(tmp_path):
+    from sim.metrics import request_table
+    from sim.metrics.summary import summarize
+    from sim.metrics.tables import cluster_table
+
+    result = spot_run(tmp_path, grace=6.0).run()
+    summary = summarize(result, request_table(result), cluster_table(result))
+    spot = summary["spot"]
+    assert (spot["notices"], spot["moved"], spot["evacuations_aborted"], spot["lost"]) == (1, 1, 1, 2)
+    assert spot["kv_blocks_copied"] == 40  # the cut copy never arrived
+    # the spot instance lived 9 s at 0.5 a GPU-hour, the on-demand one to the end at 1.0
+    spot_s = NOTICE_AT + 6.0
+    od_s = result.instance_lifetimes[1][1] - result.instance_lifetimes[1][0]
+    assert spot["cost_at_spot_prices"] == pytest.approx((spot_s * 0.5 + od_s) / 3600)
+    assert spot["cost_at_on_demand_prices"] == pytest.approx((spot_s + od_s) / 3600)
+    assert summary["cost"]["cost"] == pytest.approx(spot["cost_at_spot_prices"])
+    assert spot["cost_per_1000_requests_at_spot_prices"] == pytest.approx(1000 * spot["cost_at_spot_prices"])
+
+
+def test_a_bad_trace_stops_the_run_with_one_line_naming_file_row_and_column(tmp_path_factory, tmp_path, capsys):
+    from tests.test_bad_inputs import refused_run
+
+    bad = tmp_path_factory.mktemp("trace") / "bad.csv"
+    bad.write_text("0,add,a\n1000,remove,a\n2000,evict,b\n")
+    base = (
+        "name: bad-trace\nworkload: {source: synthetic, num_requests: 20}\npools:\n"
+        f"  - {{name: s, instances: 1, spot: {{price: 0.5, preemption: {{trace: {bad}}}}}}}\n"
+        "  - {name: d, instances: 1}\n"
+    )
+    line = refused_run(base, [], tmp_path, capsys)
+    assert line == f"llumsim: error: {bad}: row 3, column 'event': 'evict' is not add or remove"
