@@ -249,3 +249,15 @@ def test_a_bad_trace_stops_the_run_with_one_line_naming_file_row_and_column(tmp_
     )
     line = refused_run(base, [], tmp_path, capsys)
     assert line == f"llumsim: error: {bad}: row 3, column 'event': 'evict' is not add or remove"
+
+
+def test_the_timeline_marks_the_notice_and_the_stop(tmp_path):
+    import json
+
+    from sim.metrics.trace import pid_of, write_timeline
+
+    result = spot_run(tmp_path, grace=6.0, record_batches=True).run()
+    events = json.loads(write_timeline(result, tmp_path / "timeline.json").read_text())["traceEvents"]
+    marks = [(e["name"], e["pid"], e["ts"]) for e in events if e["ph"] == "i"]
+    assert marks == [("spot notice", pid_of(0), 3_000_000), ("spot stop", pid_of(0), 9_000_000)]
+    assert any(e.get("args", {}).get("kind") == "evacuation" for e in events)
