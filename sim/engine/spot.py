@@ -22,6 +22,7 @@ before the deadline was removed as a drained one is. The replacement (``replacem
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Optional, Protocol
 
 import simpy
@@ -67,7 +68,7 @@ class SpotPools:
         launcher: MigrationLauncher,
         faults: FaultInjector,
         poll: float,
-        resolve: Callable[[str], object],
+        resolve: Callable[[str], Path],
     ) -> None:
         """``poll``: how often an evacuation waiting for a movable request or for room looks
         again (the load-report interval); ``resolve``: a trace key to its path."""
@@ -152,9 +153,9 @@ class SpotPools:
         env = self.env
         while env.now < deadline and instance_id in self.live:
             source = self.live[instance_id].llumlet
-            for request in source.take_queued():
-                self.log.append(SpotEvent(env.now, MOVED_OFF, instance_id, request.id))
-                self.actions.dispatch(request)
+            for queued in source.take_queued():
+                self.log.append(SpotEvent(env.now, MOVED_OFF, instance_id, queued.id))
+                self.actions.dispatch(queued)
             if source.is_empty:
                 return  # removed as a drained instance is, at the next tick
             request = self._next_to_move(source)
