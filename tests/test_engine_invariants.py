@@ -210,6 +210,11 @@ def build(s) -> Simulation:
         autoscale = {}
     if s.get("spot") is not None and not s["pd"]:  # the first pool on spot (not with roles)
         spot = dict(s["spot"])
+        if spot["replacement"] == "spot" and (spot["evacuation"] == "recompute" or spot["on_failure"] == "retry"):
+            # spot replacing spot forever at a notice a second or two: a request longer than an
+            # instance's life, recomputed or retried from scratch at each stop, would never end
+            # (as it would not on such a cloud); notices ten times rarer let it finish
+            spot["preemption"] = {"rate_per_hour": spot["preemption"]["rate_per_hour"] / 10}
         if "pools" not in instances:
             instances = {"pools": [{"name": "slow", **cluster}]}
             spot["replacement"] = "spot" if spot["replacement"] == "on-demand" else spot["replacement"]
