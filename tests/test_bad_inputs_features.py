@@ -16,6 +16,15 @@ PD_BASE = (
     "name: bad-input\nworkload: {source: synthetic, num_requests: 20}\npools:\n"
     "  - {name: p, instances: 1, role: prefill}\n  - {name: d, instances: 1, role: decode}\n"
 )
+SPOT = "{price: 0.5, preemption: {rate_per_hour: 1}}"
+SPOT_BASE = "name: bad-input\nworkload: {source: synthetic, num_requests: 20}\n"
+
+
+def spot_pools(spot: str, first: str = "", second: str = "{name: d, instances: 1}") -> list[str]:
+    """A spot pool (``spot``: its section) beside an on-demand one."""
+    return [f"pools=[{{name: s, instances: 1, {first}spot: {spot}}}, {second}]"]
+
+
 SESSIONS = ["workload.source=sessions", "workload.trace=traces/sharegpt/sharegpt_v3_sessions.csv"]
 
 # id: (base config, --set overrides, what the one line must contain)
@@ -83,6 +92,59 @@ BAD_VALUES: dict[str, tuple[str, list[str], str]] = {
     "no system prompts to draw from": (
         BASE, ["workload.system_prompt={tokens: 100, prompts: 0}"], "workload.system_prompt.prompts: must be >= 1"
     ),
+    "a free lunch": (SPOT_BASE, spot_pools("{price: -1, preemption: {rate_per_hour: 1}}"), "pools[0].spot.price: must be >= 0"),
+    "a spot price nobody cited": (SPOT_BASE, spot_pools("{preemption: {rate_per_hour: 1}}"), "pools[0].spot.price: required key missing"),
+    "no preemption source": (SPOT_BASE, spot_pools("{price: 0.5}"), "pools[0].spot.preemption: required key missing"),
+    "two preemption sources": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1, trace: t.csv}}"),
+        "pools[0].spot.preemption.rate_per_hour/trace: a preemption source is one of them",
+    ),
+    "a rate of nothing": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 0}}"), "pools[0].spot.preemption.rate_per_hour: must be > 0"
+    ),
+    "a rate replayed from a second": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1, start: 5}}"),
+        "pools[0].spot.preemption.start: only a trace is replayed",
+    ),
+    "a trace that is not there": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {trace: nowhere.csv}}"), "nowhere.csv",
+    ),
+    "a grace period before the notice": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, grace: -1}"), "pools[0].spot.grace: must be >= 0"
+    ),
+    "a teleporting evacuation": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, evacuation: teleport}"),
+        "pools[0].spot.evacuation: 'teleport' is not one of",
+    ),
+    "evacuation by lottery": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, order: lottery}"),
+        "pools[0].spot.order: 'lottery' is not one of",
+    ),
+    "a replacement from nowhere": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, replacement: on-demand}",
+                         second="{name: d, instances: 1, spot: " + SPOT + "}"),
+        "pools[0].spot.replacement: on-demand replaces a preempted instance with one of the first pool without spot",
+    ),
+    "a replacement of another kind": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, replacement: reserved}"),
+        "pools[0].spot.replacement: 'reserved' is not one of",
+    ),
+    "a cold start of years": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, cold_start: 1e9}"),
+        "pools[0].spot.cold_start: must be <= 86400",
+    ),
+    "losses ignored": (
+        SPOT_BASE, spot_pools("{price: 0.5, preemption: {rate_per_hour: 1}, on_failure: ignore}"),
+        "pools[0].spot.on_failure: 'ignore' is not one of",
+    ),
+    "a spot prefill pool": (
+        SPOT_BASE, spot_pools(SPOT, first="role: prefill, ", second="{name: d, instances: 1, role: decode}"),
+        "pools[0].spot: not with pool roles",
+    ),
+    "evacuation between models": (
+        SPOT_BASE, spot_pools(SPOT, second="{name: d, instances: 1, model: llama-30b}"),
+        "pools[1].model: llama-30b differs from pools[0]'s llama-7b, and pools[0] evacuates by live migration",
+    ),
 }
 
 # every key added since 2026-12-02 (a pool takes every cluster key: cluster.* covers pools[*].*)
@@ -93,6 +155,10 @@ ADDED_SINCE_2026_12_02 = (
     "slo.contract.classes", "slo.contract.ttft", "slo.contract.tpot", "workload.profile",
     "workload.sessions.max_turns", "workload.sessions.think_time", "workload.system_prompt.prompts",
     "workload.system_prompt.tokens",
+    # a spot pool's keys, named on the first pool
+    "pools[0].spot", "pools[0].spot.price", "pools[0].spot.preemption", "pools[0].spot.preemption.rate_per_hour",
+    "pools[0].spot.preemption.start", "pools[0].spot.grace", "pools[0].spot.evacuation", "pools[0].spot.order",
+    "pools[0].spot.replacement", "pools[0].spot.cold_start", "pools[0].spot.on_failure",
 )
 
 

@@ -28,6 +28,7 @@ from sim.config.ranges import (
     require,
 )
 from sim.config.slo_schema import SloConfig
+from sim.config.spot_schema import SpotConfig
 from sim.config.workload_schema import WorkloadConfig
 
 # the ledger that keeps a prefix cache (sim.instance.parts.LEDGERS)
@@ -152,6 +153,9 @@ class PoolConfig(ClusterConfig):
     # instances take new requests and hand each one's KV to a decode instance after its first
     # token; decode instances take only hand-offs
     role: Literal["mixed", "prefill", "decode"] = field(default="mixed", metadata={OMIT_WHEN_DEFAULT: True})
+    # a spot pool: its price, preemption source and grace period (sim.config.spot_schema; left
+    # out when unset, so other configs keep their hash)
+    spot: Optional[SpotConfig] = field(default=None, metadata={OMIT_WHEN_EMPTY: True})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -561,6 +565,7 @@ class SimulationConfig:
                 )
         instances = sum(pool.instances for pool in self.instance_pools())
         self._check_roles()
+        self._check_spot()
         self._check_scaling_bounds(instances)
         self._check_tier_lists()
         self._check_slo_tiers()
@@ -585,6 +590,22 @@ class SimulationConfig:
             not self.autoscale.enabled,
             "autoscale.enabled: not with pool roles (scale-out would need a role for each new instance)",
         )
+
+    def _check_spot(self) -> None:
+        """Spot pools evacuate onto the other instances and are replaced from a pool: pools
+        without roles (a replacement would need one), and an on-demand pool to fall back to
+        where a spot pool's replacement is on-demand."""
+        pools = self.instance_pools()
+        on_demand = [pool.name for pool in pools if pool.spot is None]
+        for index, pool in enumerate(pools):
+            if pool.spot is None:
+                continue
+            require(pool.role == "mixed", f"pools[{index}].spot: not with pool roles (pools[{index}].role: {pool.role})")
+            require(
+                pool.spot.replacement != "on-demand" or bool(on_demand),
+                f"pools[{index}].spot.replacement: on-demand replaces a preempted instance with one of the "
+                "first pool without spot, and every pool is spot",
+            )
 
     def _check_scaling_bounds(self, start: int) -> None:
         """Auto-scaling starts from the instances the cluster (or its pools) starts with, which

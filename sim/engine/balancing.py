@@ -29,7 +29,10 @@ class Balancer:
         candidate: Callable[[Llumlet], Optional[Request]],
         pairing_every: int,
         scheduler_up: Callable[[], bool],
+        evacuating: Callable[[int], bool] = lambda instance_id: False,
     ) -> None:
+        """``evacuating``: whether an instance's requests are another part's to move (a spot
+        instance under notice, ``sim.engine.spot``): its drain pairs it as no source."""
         self.scheduler = scheduler
         self.live = live
         self.launcher = launcher
@@ -37,6 +40,7 @@ class Balancer:
         self.candidate = candidate
         self.pairing_every = pairing_every
         self.scheduler_up = scheduler_up
+        self.evacuating = evacuating
         self.report_rounds = 0  # periodic report rounds delivered (the pairing cadence)
 
     def deliver_interval_reports(self, now: float, reports: Optional[dict[int, LoadReport]]) -> None:
@@ -64,6 +68,8 @@ class Balancer:
         handoffs = self.handoffs
         among = None if handoffs is None else handoffs.balancing()
         for source in self.scheduler.migration_pairs(among):
+            if self.evacuating(source):
+                continue
             if handoffs is None or not handoffs.is_prefill(source):  # its requests are handed off
                 self.try_migration(source)
 

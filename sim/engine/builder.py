@@ -35,6 +35,7 @@ from sim.engine.migrations import MigrationLauncher
 from sim.engine.sampling import Sampler
 from sim.engine.scheduled_at import ScheduledAtEnvironment
 from sim.engine.scaling import Scaler
+from sim.engine.spot import SpotPools
 from sim.engine.setup import (
     InstancePool,
     build_pools,
@@ -76,6 +77,7 @@ class Parts:
     headroom: Optional[HeadroomAdapter]
     scaler: Optional[Scaler]
     faults: FaultInjector
+    spot: Optional[SpotPools]
 
 
 def build(
@@ -105,18 +107,20 @@ def build(
     )
     # prefill/decode disaggregation: pools with roles hand requests over (a KV transfer)
     disaggregated = rules.handoff is not None
-    # every step seen (records, checks), or a cadence that reads every instance: no stretches
+    # every step seen (records, checks), a cadence that reads every instance, or spot
+    # evacuations that read instances' blocks directly: no stretches
     stretches = (
         decode_stretches
         and not (record_batches or check_every_step or disaggregated)
         and not (scheduler.migrates or config.autoscale.enabled)
+        and not any(pool.spot is not None for pool in config.instance_pools())
     )
     env = ScheduledAtEnvironment() if stretches else simpy.Environment()
     pools = build_pools(
         config,
         tiers,
         scheduler.priority.charges_headroom(),
-        scheduler.migrates or disaggregated,
+        scheduler.migrates or disaggregated or rules.evacuates,
         (load_pool_model or load_model) if replica_model is None else (lambda pool, key: replica_model),
         transfer,
     )
@@ -169,6 +173,7 @@ def build(
         scheduler.local_tiers,
         config.migration.colocated_slowdown,
         live,
+        lambda instance_id, pool: spot.started(instance_id, pool) if spot is not None else None,
     )
     launcher = MigrationLauncher(
         env,
@@ -216,6 +221,7 @@ def build(
         candidate,
         config.scheduler.pairing_every,
         lambda: dispatcher.scheduler_up,
+        lambda instance_id: spot is not None and spot.evacuating(instance_id),
     )
     actions = EngineActions(cluster, dispatcher, kernel, step_reports, handoffs)
     if scheduler.priority.adapts:  # adaptive headroom: the controller moving each tier's headroom
@@ -237,14 +243,22 @@ def build(
         lambda: scaler.starting if scaler is not None else 0,
         lambda: tuple(headroom.controller.fractions) if headroom is not None else (),
     )
+    faults = FaultInjector(env, config.faults, actions, rng)
+    spot: Optional[SpotPools] = None
+    if any(pool.config.spot is not None for pool in pools.values()):
+        from sim.workload.build import resolve_trace_path
+
+        spot = SpotPools(
+            env, config, actions, cluster.live, launcher, faults, config.scheduler.load_report_interval,
+            lambda trace: resolve_trace_path(trace, root, "spot trace"),
+        )
     for pool in pools.values():
         for _ in range(pool.config.instances):
             # per-step reports: the first instances have not reported before their first step
             cluster.add_instance(pool.name, reported=not scheduler.reports_per_step)
-    faults = FaultInjector(env, config.faults, actions, rng)
     return Parts(
         config, env, workload, scheduler, pools, kernel, cluster, dispatcher, actions, launcher, handoffs,
-        balancer, steps, step_reports, sampler, headroom, scaler, faults,
+        balancer, steps, step_reports, sampler, headroom, scaler, faults, spot,
     )
 
 

@@ -25,7 +25,8 @@ class Cluster:
     """Every instance ever started (``instances``), those not stopped (``live``) and those
     draining; ``live`` is given (empty) so that what counts the live instances can hold it
     before the cluster exists. ``events_for(instance_id, role)``: where a new instance's batch former reports;
-    ``role_of(role)``: what a pool's role asks of its former."""
+    ``role_of(role)``: what a pool's role asks of its former; ``started(instance_id, pool)``:
+    who hears of each instance started."""
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class Cluster:
         local_tiers: bool,
         colocated_slowdown: float,
         live: dict[int, InstanceRuntime],
+        started: Callable[[int, str], None] = lambda instance_id, pool: None,
     ) -> None:
         self.env = env
         self.clock = clock
@@ -52,6 +54,7 @@ class Cluster:
         self.instances: dict[int, InstanceRuntime] = {}  # every instance ever started
         self.live = live  # those not stopped (an empty dict, shared with per-step reports' cadence)
         self.draining: set[int] = set()  # live instances draining (the tick checks only these)
+        self.started = started  # told of every instance started, with its pool (spot pools' notices)
 
     @property
     def pool_names(self) -> list[str]:
@@ -100,6 +103,7 @@ class Cluster:
             pool.name,
             role,
         )
+        self.started(instance_id, pool.name)
         return instance_id
 
     def drain(self, instance_id: int) -> None:

@@ -56,9 +56,11 @@ class MigrationLauncher:
         destination: Llumlet,
         plan: TransferPlan | None = None,
         kind: str = BALANCE,
+        ended: simpy.Event | None = None,
     ) -> MigrationRecord:
         """Start moving ``request`` (running on ``source``, or held there for its hand-off)
-        to ``destination`` now; ``plan``: this move's own (a hand-off's), else the run's."""
+        to ``destination`` now; ``plan``: this move's own (a hand-off's), else the run's;
+        ``ended`` succeeds when it ends (an evacuation moves one request at a time)."""
         batches = source.batches
         if request.migration is not None:
             raise ValueError(f"request {request.id} is moving already (migration {request.migration})")
@@ -83,7 +85,7 @@ class MigrationLauncher:
         for end in ends:  # taken now: nothing later this instant can remove either
             end.migration_started()
         self.on_start(destination.id)
-        self._processes.append(self.env.process(self._run(*ends, request, record, plan or self.plan)))
+        self._processes.append(self.env.process(self._run(*ends, request, record, plan or self.plan, ended)))
         return record
 
     def _run(
@@ -93,6 +95,7 @@ class MigrationLauncher:
         request: Request,
         record: MigrationRecord,
         plan: TransferPlan,
+        ended: simpy.Event | None,
     ):
         yield from migrate(
             self.env,
@@ -112,6 +115,8 @@ class MigrationLauncher:
             self.committed += 1
             if record.kind == BALANCE:
                 self.on_commit(source.id)
+        if ended is not None:
+            ended.succeed()
         # after an abort the pair waits for the next pairing round
 
     # ------------------------------------------------------------------ at the destination

@@ -39,6 +39,7 @@ class NamedRules(NamedTuple):
     scaling: "type[ScalingRule]"
     candidate: "CandidateRule"
     handoff: "Optional[type[HandoffRule]]"
+    evacuates: bool = False  # a spot pool evacuates by live migration (its pools need transfer models)
 
 
 def check_names(config: SimulationConfig) -> NamedRules:
@@ -87,11 +88,17 @@ def check_names(config: SimulationConfig) -> NamedRules:
                 "pd.layerwise: streams the KV during the prefill to the decode instance chosen for it; "
                 "it needs pd.pairing: immediate (a rule that decides at the first token) and pd.copy: blocking"
             )
+    evacuates = False
+    for index, pool in enumerate(config.instance_pools()):
+        if pool.spot is not None and pool.spot.evacuation == "live":
+            _check_one_model(config, f"pools[{index}] evacuates by live migration (pools[{index}].spot.evacuation: live)")
+            evacuates = True
     return NamedRules(
         settings,
         SCALING_RULES.get(config.autoscale.rule),
         CANDIDATE_RULES.get(config.migration.candidate or settings.candidate),
         handoff,
+        evacuates,
     )
 
 

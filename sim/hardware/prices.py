@@ -8,9 +8,17 @@ from sim.config import ConfigError, SimulationConfig
 from sim.hardware.catalog import UnknownHardwareError, find_layout
 
 
-def gpu_hour_prices(config: SimulationConfig) -> dict[str, float]:
-    """What a GPU-hour costs in each pool, by name; a ConfigError where ``cost.sku_prices``
-    meets a pool whose device has no list price (or no entry)."""
+def gpu_hour_prices(config: SimulationConfig, on_demand: bool = False) -> dict[str, float]:
+    """What a GPU-hour costs in each pool, by name: a spot pool's own price (``pools[*].spot``)
+    unless ``on_demand`` asks what it would cost on demand; a ConfigError where
+    ``cost.sku_prices`` meets a pool whose device has no list price (or no entry)."""
+    prices = _on_demand_prices(config)
+    if not on_demand:
+        prices.update({pool.name: pool.spot.price for pool in config.instance_pools() if pool.spot is not None})
+    return prices
+
+
+def _on_demand_prices(config: SimulationConfig) -> dict[str, float]:
     pools = config.instance_pools()
     if not config.cost.sku_prices:
         return {pool.name: config.cost.gpu_hour_price for pool in pools}

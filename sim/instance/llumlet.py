@@ -75,6 +75,14 @@ class Llumlet:
         request.arrive(self.id)
         self.waiting.push(request)
 
+    def take_queued(self) -> list[Request]:
+        """Hand back every queued request (they hold no KV here): a spot instance under notice
+        sends them to be dispatched again."""
+        queued = []
+        while self.waiting:
+            queued.append(self.waiting.pop_head())
+        return queued
+
     def fail(self) -> list[Request]:
         """The instance died: return every request it held (their KV is gone) and reset."""
         self.status.fail()

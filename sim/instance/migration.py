@@ -52,6 +52,7 @@ ABORT_DESTINATION_DRAINING = "destination_draining"
 BALANCE = "balance"
 HANDOFF = "handoff"
 ADAPTIVE = "adaptive"  # adaptive PD's moves of decoding work between roles (sim.engine.handoffs)
+EVACUATION = "evacuation"  # a spot instance's requests moved away in its grace period (sim.engine.spot)
 
 
 class MigrationOutcome(StrEnum):
@@ -95,7 +96,7 @@ class MigrationRecord:
     abort_reason: str = ""
     suspended_at: float = math.nan
     committed_at: float = math.nan
-    kind: str = BALANCE  # BALANCE, HANDOFF or ADAPTIVE
+    kind: str = BALANCE  # BALANCE, HANDOFF, ADAPTIVE or EVACUATION
 
     @property
     def reservation_key(self) -> tuple[str, int]:

@@ -246,9 +246,16 @@ class V1BatchFormer(BatchFormer):
         del self.admission[request]
 
     def holders(self) -> list[Request]:
+        """The 0.1.2 former's, the prompt part-way through, and every request this step
+        computes prompt tokens of: one whose last chunk runs now is in neither the running nor
+        the prefilling list (another request took the part-way slot), yet holds its blocks."""
         held = super().holders()
-        partial = self.partial
-        return held if partial is None or partial in self.prefilling else [*held, partial]
+        seen = set(held)
+        for request in (*(piece[0] for piece in self._pieces), self.partial):
+            if request is not None and request not in seen:
+                held.append(request)
+                seen.add(request)
+        return held
 
     @property
     def holds_nothing(self) -> bool:

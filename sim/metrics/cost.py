@@ -4,7 +4,7 @@ cost-per-latency.
 GPUs per instance is the tensor-parallel degree (LLaMA-7B on one A10: 1; LLaMA-30B on 4×A10:
 4), so GPU-hours compare clusters of different models fairly. A GPU-hour costs
 ``cost.gpu_hour_price`` in every pool, or with ``cost.sku_prices`` its pool's device SKU's
-list price (``sim/hardware/skus.py``). Cost-per-latency is what one
+list price (``sim/hardware/skus.py``); a spot pool's costs its own ``spot.price``. Cost-per-latency is what one
 finished request cost times the mean end-to-end latency: lower is better, and a scheduler
 that halves either the money or the latency halves it (the K-tier project reports its
 improvement over a baseline as 1 − ours / baseline).
@@ -48,10 +48,10 @@ def cost_summary(
     # one number for one pool (as every single-pool run has reported it), else per pool
     gpus: int | dict[str, int] = gpus_of[pools[0].name] if len(pools) == 1 else gpus_of
     price: float | dict[str, float] = config.cost.gpu_hour_price
-    if config.cost.sku_prices:
+    if config.cost.sku_prices or any(pool.spot is not None for pool in pools):  # a price per pool
         prices = gpu_hour_prices(config)
         price = prices[pools[0].name] if len(pools) == 1 else prices
-        money = sum(s * gpus_of[name] * prices[name] for name, s in pool_seconds.items()) / 3600.0
+        money = pool_money(pool_seconds, gpus_of, prices)
     else:
         money = gpu_hours * config.cost.gpu_hour_price
     latencies = e2e_latency.dropna()
@@ -67,6 +67,11 @@ def cost_summary(
         "cost_per_request": per_request,
         "cost_per_latency": per_request * mean_e2e,
     }
+
+
+def pool_money(pool_seconds: Mapping[str, float], gpus_of: Mapping[str, int], prices: Mapping[str, float]) -> float:
+    """Each pool's instance-seconds at its GPUs and its price per GPU-hour."""
+    return sum(seconds * gpus_of[name] * prices[name] for name, seconds in pool_seconds.items()) / 3600.0
 
 
 def average_gpus(cost: Mapping[str, Any]) -> float:

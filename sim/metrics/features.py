@@ -2,4 +2,4 @@
 one's summary section and report lines (``sim.metrics.sections``). A feature's module joins
 here, one name."""
 
-from sim.metrics import decode_stall, faults, migration, pd, prefix, scaling, stages  # noqa: F401
+from sim.metrics import decode_stall, faults, migration, pd, prefix, scaling, spot, stages  # noqa: F401

@@ -1,7 +1,7 @@
 """The run as a Chrome trace-event timeline, to open in ui.perfetto.dev or chrome://tracing.
 
-One process per instance; its first thread holds the batches as slices, the next one(s)
-its migrations. A migration is a slice on the source ("migrate out") and on the
+One process per instance; its first thread holds the batches as slices (and a spot
+instance's notice and stop as instants), the next one(s) its migrations. A migration is a slice on the source ("migrate out") and on the
 destination ("migrate in"; a committed prefill-to-decode hand-off: "hand-off out"/"in"),
 joined by a flow arrow: a flow start (``ph: s``) binds to the
 slice enclosing it on its thread, and a flow end with ``bp: e`` binds to the slice
@@ -24,6 +24,7 @@ from typing import Iterator
 
 from sim.engine.migrations import MIGRATIONS
 from sim.engine.result import SimulationResult
+from sim.engine.spot import NOTICE, SPOT_LOG, STOP
 from sim.instance.migration import HANDOFF, MigrationRecord
 
 BATCH_THREAD = 1
@@ -74,6 +75,10 @@ def _events(result: SimulationResult) -> Iterator[str]:
         )
     for record in migrations:
         yield from _migration_events(record, threads[record.id], result.end_time)
+    for event in SPOT_LOG.of(result) or ():  # a spot instance's notice and stop: instants
+        if event.event in (NOTICE, STOP):
+            yield json.dumps({"ph": "i", "s": "p", "pid": pid_of(event.instance), "tid": BATCH_THREAD,
+                              "ts": _us(event.time), "name": f"spot {event.event}", "args": {"detail": event.detail}})
 
 
 def _instance_metadata(instance: int, last_thread: int) -> Iterator[str]:

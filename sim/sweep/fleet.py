@@ -19,11 +19,15 @@ their prefills are the slow ones), so "more instances never hurt" is false there
 does hold (one SKU and a contract well inside its range), ``monotone=True`` bisects the last
 pool's count for each count of the others instead, skipping the counts of the others that
 alone cost more than the best fleet found. Every fleet evaluated is a set of runs in a results store (one per seed), so a
-repeated search, or one under another contract in the same folder, reuses them.
+repeated search, or one under another contract in the same folder, reuses them. A spot pool
+(``pools[*].spot``) is priced at its spot price, and its preemption notices are drawn from
+each run's seed: a fleet with one meets the contract only if it does on every seed, not on
+their mean.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from itertools import product
@@ -34,10 +38,10 @@ from sim.config import ConfigError, SimulationConfig, from_dict, to_dict
 from sim.hardware.prices import gpu_hour_prices
 from sim.metrics.cost import gpus_per_instance
 from sim.progress import Progress
-from sim.sweep.capacity import Evaluator, Point, Slo, check_seeds, check_slos, expand_scopes
+from sim.sweep.capacity import Evaluator, Point, Slo, check_seeds, check_slos, expand_scopes, judge
 from sim.sweep.cell import check_cell
 from sim.sweep.execution import Execution, open_results
-from sim.sweep.grid import normalize
+from sim.sweep.grid import normalize, run_key
 from sim.files import atomic_write, strict_json
 
 Counts = tuple[int, ...]
@@ -206,8 +210,20 @@ class FleetEvaluator(Evaluator):
             except ConfigError as exc:
                 self.skipped[counts] = str(exc)
                 return False
-            self.points[counts] = self.judged(configs, self.config.workload.arrival.rate, f"fleet {counts}")
+            self.points[counts] = self.on_every_seed(
+                configs, self.judged(configs, self.config.workload.arrival.rate, f"fleet {counts}")
+            )
         return self.points[counts].meets
+
+    def on_every_seed(self, configs: Sequence[SimulationConfig], point: Point) -> Point:
+        """With a spot pool the seeds are the preemption source's too: a fleet meets the
+        contract only if it does under each of them (a lucky seed's notices must not carry an
+        unlucky one's misses in a mean)."""
+        if not any(pool.spot is not None for pool in self.config.instance_pools()):
+            return point
+        rate = self.config.workload.arrival.rate
+        each = [judge(rate, self.slos, [self.store.summary(run_key(config))]) for config in configs]
+        return dataclasses.replace(point, meets=point.meets and all(p.meets for p in each))
 
 
 def search_fleet(
