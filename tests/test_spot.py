@@ -261,3 +261,47 @@ def test_the_timeline_marks_the_notice_and_the_stop(tmp_path):
     marks = [(e["name"], e["pid"], e["ts"]) for e in events if e["ph"] == "i"]
     assert marks == [("spot notice", pid_of(0), 3_000_000), ("spot stop", pid_of(0), 9_000_000)]
     assert any(e.get("args", {}).get("kind") == "evacuation" for e in events)
+
+
+def test_the_autoscaler_scales_out_rather_than_cancel_the_drain_of_an_instance_under_notice():
+    # the rule wants capacity back and names the draining instance to keep; a spot instance
+    # under notice leaves whatever the rule wants, so one new instance is started instead
+    import simpy
+
+    from sim.cluster.scaling import CANCEL_DRAIN, ScalingDecision
+    from sim.engine.scaling import Scaler
+
+    class Rule:
+        def decide(self, now, reports, instances, starting):
+            return ScalingDecision(CANCEL_DRAIN, instance=3)
+
+    class Pool:
+        def choose(self, reports, pool_of, pool_names):
+            return "spot"
+
+    class Actions:
+        pool_names = ["spot"]
+        undrained: list[int] = []
+        added: list[str] = []
+
+        def pool_of(self, instance_id):
+            return "spot"
+
+        def undrain(self, instance_id):
+            self.undrained.append(instance_id)
+
+        def add_instance(self, pool, billed_from=None):
+            self.added.append(pool)
+            return 9
+
+    def run(leaving: bool) -> Actions:
+        env, actions = simpy.Environment(), Actions()
+        actions.undrained, actions.added = [], []
+        scaler = Scaler(env, Rule(), actions, 1.0, Pool(), lambda instance_id: leaving and instance_id == 3)
+        scaler.on_reports(0.0, {}, 4)
+        env.run(until=2.0)
+        return actions
+
+    assert (run(leaving=False).undrained, run(leaving=False).added) == ([3], [])
+    noticed = run(leaving=True)
+    assert (noticed.undrained, noticed.added) == ([], ["spot"])

@@ -234,6 +234,7 @@ def build(
             actions,
             config.autoscale.cold_start,
             scale_out_pool(config.autoscale.pool, cluster.pool_names),
+            lambda instance_id: spot is not None and spot.evacuating(instance_id),
         )
         if config.autoscale.enabled
         else None

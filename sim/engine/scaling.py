@@ -7,11 +7,11 @@ changes the cluster only through ``ClusterActions``.
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Optional, Protocol
+from typing import Callable, Mapping, NamedTuple, Optional, Protocol
 
 import simpy
 
-from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScaleOutPool, ScalingRule
+from sim.cluster.scaling import CANCEL_DRAIN, SCALE_OUT, ScaleOutPool, ScalingDecision, ScalingRule
 from sim.engine.actions import ClusterActions
 from sim.engine.sections import result_section
 from sim.instance.load import LoadReport
@@ -31,8 +31,12 @@ class Scaler:
         actions: ClusterActions,
         cold_start: float,
         pool: ScaleOutPool,
+        leaving: Callable[[int], bool] = lambda instance_id: False,
     ) -> None:
         self.env = env
+        # whether a draining instance is leaving whatever the rule wants (a spot instance
+        # under notice): its drain is not the rule's to cancel
+        self.leaving = leaving
         self.rule = rule
         self.pool = pool  # which pool a scale-out adds to
         self.actions = actions
@@ -46,6 +50,9 @@ class Scaler:
         decision = self.rule.decide(now, reports, instances, self.starting)
         if decision is None:
             return
+        if decision.action == CANCEL_DRAIN and self.leaving(decision.instance):
+            # the rule wants the instance back; the cloud takes it: one new instance instead
+            decision = ScalingDecision(SCALE_OUT, count=1)
         if decision.action == SCALE_OUT:
             pool = self.pool.choose(reports, self.actions.pool_of, self.actions.pool_names)
             for _ in range(decision.count):
